@@ -1,0 +1,7 @@
+//! Wire conformance: strait's record and protocol code against bytes made by independent
+//! encoders (kafka-python fixtures, the `kafka-protocol` crate, the `crc` crate), plus
+//! malformed and random input.
+
+mod fixtures;
+mod frames;
+mod malformed;

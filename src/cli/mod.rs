@@ -1,0 +1,50 @@
+//! Command-line front end: argument parsing and the commands' output. Library code returns
+//! data; only this module prints.
+
+pub mod probe;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// strait: replicate Kafka topics between clusters, batch for batch.
+#[derive(Debug, Parser)]
+#[command(name = "strait", version, about, long_about = None)]
+pub struct Cli {
+    /// Log format on stderr.
+    #[arg(long, value_enum, global = true, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+    /// Log filter (tracing-subscriber EnvFilter syntax), e.g. `info` or `strait=debug`.
+    #[arg(long, global = true, default_value = "warn", env = "STRAIT_LOG")]
+    pub log: String,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show a cluster: id, brokers, negotiated API versions, topics with leaders and offsets.
+    Probe(probe::ProbeArgs),
+}
+
+/// Sets up `tracing` for the binary.
+pub fn init_logging(format: LogFormat, filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

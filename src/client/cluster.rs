@@ -1,0 +1,632 @@
+//! A client for one Kafka cluster: bootstrap, metadata cache with leader routing, one pooled
+//! connection per broker, typed requests, and retry with backoff for retriable errors.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, CreateTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    DescribeGroupsResponse, FindCoordinatorRequest, GroupId, InitProducerIdRequest,
+    ListGroupsRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest,
+    OffsetFetchResponse, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Request, StrBytes};
+
+use super::connection::{Connection, ConnectionConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
+use crate::protocol::frame::{encode_request, response_body};
+use crate::protocol::metadata::{self, BrokerMeta, MetadataResponse, TopicMeta};
+use crate::protocol::produce::{self, ProduceSettings, ProduceTopic, ProducedPartition};
+use crate::protocol::{api_versions::ApiVersionsResponse, error_code};
+
+/// ListOffsets timestamp meaning "log end offset".
+pub const LATEST: i64 = -1;
+/// ListOffsets timestamp meaning "log start offset".
+pub const EARLIEST: i64 = -2;
+
+/// Settings of a cluster client.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// Name used in errors and logs (the alias from the configuration).
+    pub name: String,
+    /// `host:port` addresses to bootstrap from.
+    pub bootstrap: Vec<String>,
+    /// Per-connection settings.
+    pub connection: ConnectionConfig,
+    /// Attempts for a retriable error before giving up.
+    pub retries: u32,
+    /// First backoff; doubles up to `retry_backoff_max`.
+    pub retry_backoff: Duration,
+    /// Largest backoff.
+    pub retry_backoff_max: Duration,
+}
+
+impl ClusterConfig {
+    /// Settings with defaults for a cluster reached at `bootstrap` (comma-separated).
+    pub fn new(name: &str, bootstrap: &str) -> ClusterConfig {
+        ClusterConfig {
+            name: name.to_string(),
+            bootstrap: bootstrap
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            connection: ConnectionConfig::default(),
+            retries: 8,
+            retry_backoff: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct MetadataCache {
+    cluster_id: Option<String>,
+    controller_id: i32,
+    brokers: HashMap<i32, BrokerMeta>,
+    topics: HashMap<String, TopicMeta>,
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Any reachable broker.
+    Any,
+    /// A broker by node id.
+    Node(i32),
+}
+
+/// A client for one cluster. Share it behind an `Arc`; all methods take `&self`.
+#[derive(Debug)]
+pub struct Cluster {
+    config: ClusterConfig,
+    conns: tokio::sync::Mutex<HashMap<i32, Arc<Connection>>>,
+    bootstrap: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    cache: RwLock<MetadataCache>,
+}
+
+impl Cluster {
+    /// Connects to a bootstrap broker and loads the broker list.
+    pub async fn connect(config: ClusterConfig) -> Result<Cluster> {
+        if config.bootstrap.is_empty() {
+            return Err(Error::invalid("no bootstrap servers given").cluster(&config.name));
+        }
+        let cluster = Cluster {
+            config,
+            conns: tokio::sync::Mutex::new(HashMap::new()),
+            bootstrap: tokio::sync::Mutex::new(None),
+            cache: RwLock::new(MetadataCache::default()),
+        };
+        cluster.metadata(Some(&[])).await?;
+        Ok(cluster)
+    }
+
+    /// The name given in the configuration.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The cluster id, once metadata was loaded.
+    pub fn cluster_id(&self) -> Option<String> {
+        self.read_cache().cluster_id.clone()
+    }
+
+    fn read_cache(&self) -> std::sync::RwLockReadGuard<'_, MetadataCache> {
+        self.cache.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_cache(&self) -> std::sync::RwLockWriteGuard<'_, MetadataCache> {
+        self.cache.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ctx(&self, e: Error) -> Error {
+        e.cluster(&self.config.name)
+    }
+
+    /// A connection to any broker: the bootstrap connection, or a new one to the first
+    /// reachable bootstrap or known broker.
+    pub async fn any_connection(&self) -> Result<Arc<Connection>> {
+        let mut guard = self.bootstrap.lock().await;
+        if let Some(c) = guard.as_ref() {
+            if !c.is_broken() {
+                return Ok(c.clone());
+            }
+        }
+        let mut candidates = self.config.bootstrap.clone();
+        candidates.extend(
+            self.read_cache()
+                .brokers
+                .values()
+                .map(|b| format!("{}:{}", b.host, b.port)),
+        );
+        let mut last = None;
+        for addr in candidates {
+            match Connection::connect(&addr, &self.config.connection).await {
+                Ok(c) => {
+                    let c = Arc::new(c);
+                    *guard = Some(c.clone());
+                    return Ok(c);
+                }
+                Err(e) => {
+                    tracing::debug!(cluster = %self.config.name, %addr, error = %e, "bootstrap failed");
+                    last = Some(e.broker_addr(&addr));
+                }
+            }
+        }
+        Err(self.ctx(last.unwrap_or_else(|| Error::invalid("no broker to connect to"))))
+    }
+
+    /// The pooled connection to broker `node_id`, connecting if needed.
+    pub async fn connection(&self, node_id: i32) -> Result<Arc<Connection>> {
+        let mut conns = self.conns.lock().await;
+        if let Some(c) = conns.get(&node_id) {
+            if !c.is_broken() {
+                return Ok(c.clone());
+            }
+        }
+        let addr = {
+            let cache = self.read_cache();
+            cache
+                .brokers
+                .get(&node_id)
+                .map(|b| format!("{}:{}", b.host, b.port))
+        };
+        let addr = match addr {
+            Some(a) => a,
+            None => {
+                drop(conns);
+                self.metadata(Some(&[])).await?;
+                conns = self.conns.lock().await;
+                self.read_cache()
+                    .brokers
+                    .get(&node_id)
+                    .map(|b| format!("{}:{}", b.host, b.port))
+                    .ok_or_else(|| {
+                        self.ctx(Error::invalid(format!(
+                            "broker {node_id} is not in metadata"
+                        )))
+                    })?
+            }
+        };
+        let c = Arc::new(
+            Connection::connect(&addr, &self.config.connection)
+                .await
+                .map_err(|e| self.ctx(e.broker_addr(&format!("{node_id} ({addr})"))))?,
+        );
+        conns.insert(node_id, c.clone());
+        Ok(c)
+    }
+
+    async fn route(&self, route: Route) -> Result<Arc<Connection>> {
+        match route {
+            Route::Any => self.any_connection().await,
+            Route::Node(n) => self.connection(n).await,
+        }
+    }
+
+    /// Sends a request encoded and decoded by `kafka-protocol` at the negotiated version. Use
+    /// for control-plane APIs; the data path has its own framing.
+    pub async fn send<R: Request>(&self, route: Route, req: &R) -> Result<(i16, R::Response)> {
+        let key = ApiKey::try_from(R::KEY)
+            .map_err(|_| Error::invalid(format!("unknown API key {}", R::KEY)))?;
+        let conn = self.route(route).await?;
+        let version = conn.version(key).map_err(|e| self.ctx(e))?;
+        let meta = conn.meta(key, version);
+        let id = meta.correlation_id;
+        let frame = encode_request(&meta, req).map_err(Error::invalid)?;
+        let bytes = conn
+            .send_frame(id, frame, self.config.connection.request_timeout)
+            .await
+            .map_err(|e| self.ctx(e))?;
+        let mut body = response_body(bytes, key, version).map_err(|e| self.ctx(e.into()))?;
+        let mut rest: Bytes = body_rest(&mut body);
+        let resp = R::Response::decode(&mut rest, version).map_err(|e| {
+            self.ctx(Error::new(ErrorKind::Protocol(format!(
+                "cannot decode {key:?} v{version} response: {e}"
+            ))))
+            .broker_addr(conn.addr())
+        })?;
+        Ok((version, resp))
+    }
+
+    /// Runs `op` until it succeeds, fails with a non-retriable error, or retries run out;
+    /// refreshes metadata between attempts when the error calls for it.
+    pub async fn retry<T>(&self, what: &str, mut op: impl AsyncFnMut() -> Result<T>) -> Result<T> {
+        let mut backoff = self.config.retry_backoff;
+        let mut attempt = 0;
+        loop {
+            match op().await {
+                Ok(v) => return Ok(v),
+                Err(e) if e.is_retriable() && attempt < self.config.retries => {
+                    attempt += 1;
+                    tracing::debug!(cluster = %self.config.name, %what, attempt, error = %e, "retrying");
+                    if e.code().is_none_or(error_code::needs_metadata_refresh) {
+                        let _ = self.metadata(Some(&[])).await;
+                        self.write_cache().topics.clear();
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(self.config.retry_backoff_max);
+                }
+                Err(e) => return Err(self.ctx(e)),
+            }
+        }
+    }
+
+    /// Fetches metadata for `topics` (`None` = all, `Some(&[])` = brokers only) and updates
+    /// the cache. Never creates topics.
+    pub async fn metadata(&self, topics: Option<&[String]>) -> Result<MetadataResponse> {
+        let conn = self.any_connection().await?;
+        let version = conn.version(ApiKey::Metadata).map_err(|e| self.ctx(e))?;
+        let meta = conn.meta(ApiKey::Metadata, version);
+        let id = meta.correlation_id;
+        let frame = encode_request(&meta, &metadata::request(topics)).map_err(Error::invalid)?;
+        let bytes = conn
+            .send_frame(id, frame, self.config.connection.request_timeout)
+            .await
+            .map_err(|e| self.ctx(e))?;
+        let body =
+            response_body(bytes, ApiKey::Metadata, version).map_err(|e| self.ctx(e.into()))?;
+        let resp = metadata::decode_response(body, version)
+            .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))?;
+        let mut cache = self.write_cache();
+        cache.cluster_id = resp.cluster_id.clone();
+        cache.controller_id = resp.controller_id;
+        if !resp.brokers.is_empty() {
+            cache.brokers = resp
+                .brokers
+                .iter()
+                .map(|b| (b.node_id, b.clone()))
+                .collect();
+        }
+        for t in &resp.topics {
+            if t.error_code == error_code::NONE {
+                cache.topics.insert(t.name.clone(), t.clone());
+            } else {
+                cache.topics.remove(&t.name);
+            }
+        }
+        Ok(resp)
+    }
+
+    /// The brokers from the last metadata.
+    pub fn brokers(&self) -> Vec<BrokerMeta> {
+        let mut v: Vec<_> = self.read_cache().brokers.values().cloned().collect();
+        v.sort_by_key(|b| b.node_id);
+        v
+    }
+
+    /// A topic's metadata, from the cache or freshly loaded. `Ok(None)` when it does not exist.
+    pub async fn topic(&self, topic: &str) -> Result<Option<TopicMeta>> {
+        if let Some(t) = self.read_cache().topics.get(topic) {
+            return Ok(Some(t.clone()));
+        }
+        let resp = self.metadata(Some(&[topic.to_string()])).await?;
+        match resp.topics.into_iter().find(|t| t.name == topic) {
+            Some(t) if t.error_code == error_code::NONE => Ok(Some(t)),
+            Some(t) if t.error_code == error_code::UNKNOWN_TOPIC_OR_PARTITION => Ok(None),
+            Some(t) => Err(self.ctx(Error::broker(t.error_code, None).topic(topic))),
+            None => Ok(None),
+        }
+    }
+
+    /// The leader node id and leader epoch of a partition.
+    pub async fn leader(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
+        let t = self.topic(topic).await?.ok_or_else(|| {
+            self.ctx(
+                Error::broker(error_code::UNKNOWN_TOPIC_OR_PARTITION, None)
+                    .partition(topic, partition),
+            )
+        })?;
+        let p = t
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition)
+            .ok_or_else(|| {
+                self.ctx(
+                    Error::broker(error_code::UNKNOWN_TOPIC_OR_PARTITION, None)
+                        .partition(topic, partition),
+                )
+            })?;
+        if p.leader < 0 {
+            self.write_cache().topics.remove(topic);
+            return Err(self.ctx(
+                Error::broker(error_code::LEADER_NOT_AVAILABLE, None).partition(topic, partition),
+            ));
+        }
+        Ok((p.leader, p.leader_epoch))
+    }
+
+    /// Forgets cached leadership of `topic` (after NOT_LEADER and the like).
+    pub fn invalidate(&self, topic: &str) {
+        self.write_cache().topics.remove(topic);
+    }
+
+    /// ApiVersions as negotiated with any broker.
+    pub async fn api_versions(&self) -> Result<ApiVersionsResponse> {
+        Ok(self.any_connection().await?.api_versions().clone())
+    }
+
+    /// Offsets for a timestamp ([`EARLIEST`], [`LATEST`] or a time in ms) for each partition,
+    /// routed to the leaders, with retries.
+    pub async fn list_offsets(
+        &self,
+        topic: &str,
+        partitions: &[i32],
+        timestamp: i64,
+    ) -> Result<Vec<(i32, i64)>> {
+        let mut out = Vec::with_capacity(partitions.len());
+        for &p in partitions {
+            let off = self
+                .retry("list offsets", async || {
+                    let (leader, epoch) = self.leader(topic, p).await?;
+                    let mut lp = ListOffsetsPartition::default();
+                    lp.partition_index = p;
+                    lp.current_leader_epoch = epoch;
+                    lp.timestamp = timestamp;
+                    let mut lt = ListOffsetsTopic::default();
+                    lt.name = TopicName(StrBytes::from_string(topic.to_string()));
+                    lt.partitions = vec![lp];
+                    let mut req = ListOffsetsRequest::default();
+                    req.replica_id = BrokerId(-1);
+                    req.topics = vec![lt];
+                    let (_, resp) = self.send(Route::Node(leader), &req).await?;
+                    let part = resp
+                        .topics
+                        .iter()
+                        .flat_map(|t| t.partitions.iter())
+                        .find(|x| x.partition_index == p)
+                        .ok_or_else(|| {
+                            Error::new(ErrorKind::Protocol(
+                                "ListOffsets answer lacks the partition".into(),
+                            ))
+                        })?;
+                    if part.error_code != error_code::NONE {
+                        if error_code::needs_metadata_refresh(part.error_code) {
+                            self.invalidate(topic);
+                        }
+                        return Err(Error::broker(part.error_code, None).partition(topic, p));
+                    }
+                    Ok(part.offset)
+                })
+                .await?;
+            out.push((p, off));
+        }
+        Ok(out)
+    }
+
+    /// One Fetch request to broker `node`. Partition errors are returned per partition.
+    pub async fn fetch(
+        &self,
+        node: i32,
+        parts: &[FetchPartitionSpec],
+        limits: &FetchLimits,
+    ) -> Result<FetchResponse> {
+        let conn = self.connection(node).await?;
+        let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
+        let meta = conn.meta(ApiKey::Fetch, version);
+        let id = meta.correlation_id;
+        let frame =
+            encode_request(&meta, &fetch::request(parts, limits)).map_err(Error::invalid)?;
+        let timeout = self.config.connection.request_timeout
+            + Duration::from_millis(limits.max_wait_ms.max(0) as u64);
+        let bytes = conn
+            .send_frame(id, frame, timeout)
+            .await
+            .map_err(|e| self.ctx(e))?;
+        let body = response_body(bytes, ApiKey::Fetch, version).map_err(|e| self.ctx(e.into()))?;
+        let resp = fetch::decode_response(body, version)
+            .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))?;
+        if resp.error_code != error_code::NONE {
+            return Err(self.ctx(Error::broker(resp.error_code, None).broker_addr(conn.addr())));
+        }
+        Ok(resp)
+    }
+
+    /// One Produce request to broker `node`, framed without copying record bytes. Partition
+    /// errors are returned per partition.
+    pub async fn produce(
+        &self,
+        node: i32,
+        settings: &ProduceSettings<'_>,
+        topics: &[ProduceTopic],
+    ) -> Result<Vec<ProducedPartition>> {
+        let conn = self.connection(node).await?;
+        let version = conn.version(ApiKey::Produce).map_err(|e| self.ctx(e))?;
+        let meta = conn.meta(ApiKey::Produce, version);
+        let id = meta.correlation_id;
+        let frame = produce::encode_request(&meta, settings, topics);
+        let timeout = self.config.connection.request_timeout
+            + Duration::from_millis(settings.timeout_ms.max(0) as u64);
+        let bytes = conn
+            .send_frame(id, frame, timeout)
+            .await
+            .map_err(|e| self.ctx(e))?;
+        let body =
+            response_body(bytes, ApiKey::Produce, version).map_err(|e| self.ctx(e.into()))?;
+        produce::decode_response(body, version)
+            .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))
+    }
+
+    /// A producer id and epoch for idempotent writes (InitProducerId without a transactional id).
+    pub async fn init_producer_id(&self) -> Result<(i64, i16)> {
+        self.retry("init producer id", async || {
+            let mut req = InitProducerIdRequest::default();
+            req.transactional_id = None;
+            req.transaction_timeout_ms = -1;
+            req.producer_id = kafka_protocol::messages::ProducerId(-1);
+            req.producer_epoch = -1;
+            let (_, resp) = self.send(Route::Any, &req).await?;
+            if resp.error_code != error_code::NONE {
+                return Err(Error::broker(resp.error_code, None));
+            }
+            Ok((resp.producer_id.0, resp.producer_epoch))
+        })
+        .await
+    }
+
+    /// Creates a topic. `Ok(false)` when it already existed.
+    pub async fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: &[(String, String)],
+    ) -> Result<bool> {
+        let mut t = CreatableTopic::default();
+        t.name = TopicName(StrBytes::from_string(name.to_string()));
+        t.num_partitions = partitions;
+        t.replication_factor = replication_factor;
+        t.configs = configs
+            .iter()
+            .map(|(k, v)| {
+                let mut c = CreatableTopicConfig::default();
+                c.name = StrBytes::from_string(k.clone());
+                c.value = Some(StrBytes::from_string(v.clone()));
+                c
+            })
+            .collect();
+        let mut req = CreateTopicsRequest::default();
+        req.topics = vec![t];
+        req.timeout_ms = 30_000;
+        let controller = self.read_cache().controller_id;
+        let route = if controller >= 0 {
+            Route::Node(controller)
+        } else {
+            Route::Any
+        };
+        let (_, resp) = self.send(route, &req).await?;
+        let r = resp.topics.first().ok_or_else(|| {
+            self.ctx(Error::new(ErrorKind::Protocol(
+                "CreateTopics answer is empty".into(),
+            )))
+        })?;
+        match r.error_code {
+            error_code::NONE => {
+                self.invalidate(name);
+                Ok(true)
+            }
+            error_code::TOPIC_ALREADY_EXISTS => Ok(false),
+            code => Err(self.ctx(
+                Error::broker(code, r.error_message.as_ref().map(|m| m.to_string())).topic(name),
+            )),
+        }
+    }
+
+    /// The configs of a topic as (name, value) pairs.
+    pub async fn describe_topic_configs(
+        &self,
+        topic: &str,
+    ) -> Result<Vec<(String, Option<String>)>> {
+        let mut res = DescribeConfigsResource::default();
+        res.resource_type = 2; // TOPIC
+        res.resource_name = StrBytes::from_string(topic.to_string());
+        res.configuration_keys = None;
+        let mut req = DescribeConfigsRequest::default();
+        req.resources = vec![res];
+        let (_, resp) = self.send(Route::Any, &req).await?;
+        let r = resp.results.first().ok_or_else(|| {
+            self.ctx(Error::new(ErrorKind::Protocol(
+                "DescribeConfigs answer is empty".into(),
+            )))
+        })?;
+        if r.error_code != error_code::NONE {
+            return Err(self.ctx(
+                Error::broker(
+                    r.error_code,
+                    r.error_message.as_ref().map(|m| m.to_string()),
+                )
+                .topic(topic),
+            ));
+        }
+        Ok(r.configs
+            .iter()
+            .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+            .collect())
+    }
+
+    /// The coordinator node of a consumer group.
+    pub async fn group_coordinator(&self, group: &str) -> Result<i32> {
+        self.retry("find coordinator", async || {
+            let mut req = FindCoordinatorRequest::default();
+            req.key = StrBytes::from_string(group.to_string());
+            req.key_type = 0;
+            req.coordinator_keys = vec![StrBytes::from_string(group.to_string())];
+            let (_, resp) = self.send(Route::Any, &req).await?;
+            let (code, node) = match resp.coordinators.first() {
+                Some(c) => (c.error_code, c.node_id.0),
+                None => (resp.error_code, resp.node_id.0),
+            };
+            if code != error_code::NONE {
+                return Err(Error::broker(code, None));
+            }
+            Ok(node)
+        })
+        .await
+    }
+
+    /// Committed offsets of a group (all its partitions).
+    pub async fn offset_fetch(&self, group: &str) -> Result<OffsetFetchResponse> {
+        let node = self.group_coordinator(group).await?;
+        let mut req = OffsetFetchRequest::default();
+        req.group_id = GroupId(StrBytes::from_string(group.to_string()));
+        req.topics = None;
+        let mut g =
+            kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup::default();
+        g.group_id = req.group_id.clone();
+        g.topics = None;
+        req.groups = vec![g];
+        Ok(self.send(Route::Node(node), &req).await?.1)
+    }
+
+    /// Commits offsets for a group from outside it (generation -1, no member id), as
+    /// `kafka-consumer-groups --reset-offsets` does.
+    pub async fn offset_commit(&self, group: &str, req: OffsetCommitRequest) -> Result<()> {
+        let node = self.group_coordinator(group).await?;
+        let (_, resp) = self.send(Route::Node(node), &req).await?;
+        for t in &resp.topics {
+            for p in &t.partitions {
+                if p.error_code != error_code::NONE {
+                    return Err(self.ctx(
+                        Error::broker(p.error_code, None).partition(&t.name.0, p.partition_index),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Group ids known to every broker.
+    pub async fn list_groups(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for b in self.brokers() {
+            let (_, resp) = self
+                .send(Route::Node(b.node_id), &ListGroupsRequest::default())
+                .await?;
+            if resp.error_code != error_code::NONE {
+                return Err(self.ctx(Error::broker(resp.error_code, None)));
+            }
+            out.extend(resp.groups.iter().map(|g| g.group_id.0.to_string()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Describes one group (state and members).
+    pub async fn describe_group(&self, group: &str) -> Result<DescribeGroupsResponse> {
+        let node = self.group_coordinator(group).await?;
+        let mut req = DescribeGroupsRequest::default();
+        req.groups = vec![GroupId(StrBytes::from_string(group.to_string()))];
+        Ok(self.send(Route::Node(node), &req).await?.1)
+    }
+}
+
+fn body_rest(r: &mut crate::protocol::wire::Reader) -> Bytes {
+    r.rest()
+}

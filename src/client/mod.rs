@@ -1,0 +1,7 @@
+//! The async shell: connections, the per-cluster client and typed requests.
+
+pub mod cluster;
+pub mod connection;
+
+pub use cluster::{Cluster, ClusterConfig, Route, EARLIEST, LATEST};
+pub use connection::{Connection, ConnectionConfig};

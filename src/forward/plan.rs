@@ -1,0 +1,323 @@
+//! Sans-io forwarding decisions for one partition: given what a Fetch returned, which batches go
+//! to the target untouched (only the header rewritten), which must be re-encoded, and which
+//! source offsets are dropped. Also numbers the batches for the target's idempotent producer.
+
+use bytes::Bytes;
+
+use crate::protocol::fetch::{AbortedTransaction, FetchedPartition};
+use crate::records::batch::{
+    ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+};
+use crate::records::record::{self, BatchHeaderFields, Record};
+use crate::records::{
+    legacy, split, Compression, Entry, HeaderRewrite, RecordBatch, RecordsError, RewrittenBatch,
+};
+
+/// Upper bound on the decompressed size of one batch we re-encode.
+pub const MAX_DECODED_BATCH: usize = 128 * 1024 * 1024;
+
+/// The target producer identity used for idempotent writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerIdentity {
+    /// Producer id from the target's InitProducerId.
+    pub id: i64,
+    /// Its epoch.
+    pub epoch: i16,
+}
+
+/// Why a batch was re-encoded rather than forwarded as it came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reencode {
+    /// Offsets inside the batch had gaps (a compacted topic).
+    OffsetGaps,
+    /// Records before the fetch offset had to be left out.
+    PartialBatch,
+    /// A magic 0/1 message set, converted to v2.
+    Legacy,
+    /// LogAppendTime, turned into CreateTime carrying the append time.
+    LogAppendTime,
+    /// Aborted records of a READ_COMMITTED fetch were removed from the batch.
+    AbortedRecords,
+}
+
+/// Source offsets of the records in one outgoing batch, in target order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceOffsets {
+    /// `count` records at source offsets `first..first + count`.
+    Contiguous {
+        /// First source offset.
+        first: i64,
+        /// Number of records.
+        count: i64,
+    },
+    /// Each record's source offset (after re-encoding a batch with gaps).
+    Listed(Vec<i64>),
+}
+
+impl SourceOffsets {
+    /// Number of records.
+    pub fn count(&self) -> i64 {
+        match self {
+            SourceOffsets::Contiguous { count, .. } => *count,
+            SourceOffsets::Listed(v) => v.len() as i64,
+        }
+    }
+}
+
+/// One batch to produce.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// The batch: a rewritten header and records region (shared with the fetched buffer unless
+    /// re-encoded).
+    pub batch: RewrittenBatch,
+    /// Where its records came from.
+    pub source: SourceOffsets,
+    /// Source offset after the last record this batch covers (includes dropped tail offsets).
+    pub source_next: i64,
+    /// Set when the batch had to be re-encoded.
+    pub reencoded: Option<Reencode>,
+}
+
+/// What one fetched blob becomes.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Batches to produce, in order.
+    pub outgoing: Vec<Outgoing>,
+    /// Source offset ranges `[from, to)` with no target record (control batches, aborted data).
+    pub dropped: Vec<(i64, i64)>,
+    /// Where the next fetch starts.
+    pub next_offset: i64,
+}
+
+/// Forwarding state of one partition.
+#[derive(Debug, Clone)]
+pub struct PartitionPlanner {
+    next_offset: i64,
+    producer: Option<ProducerIdentity>,
+    next_sequence: i32,
+    /// Producers whose transactions are currently aborted (from the fetch's aborted list).
+    aborted_open: Vec<i64>,
+}
+
+impl PartitionPlanner {
+    /// Starts at source offset `from`; with `producer`, batches are numbered from sequence
+    /// `first_sequence` for the target's idempotent producer.
+    pub fn new(from: i64, producer: Option<ProducerIdentity>, first_sequence: i32) -> Self {
+        PartitionPlanner {
+            next_offset: from,
+            producer,
+            next_sequence: first_sequence,
+            aborted_open: Vec::new(),
+        }
+    }
+
+    /// The next source offset to fetch.
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// The sequence the next batch will get.
+    pub fn next_sequence(&self) -> i32 {
+        self.next_sequence
+    }
+
+    /// Plans the batches of one Fetch response partition. Never reads a records payload that is
+    /// forwarded unchanged. On error nothing was consumed: the same blob can be planned again.
+    pub fn plan(&mut self, fetched: &FetchedPartition) -> Result<Plan, RecordsError> {
+        let mut work = self.clone();
+        let plan = work.plan_inner(&fetched.records, &fetched.aborted_transactions)?;
+        *self = work;
+        Ok(plan)
+    }
+
+    fn plan_inner(
+        &mut self,
+        blob: &Bytes,
+        aborted: &[AbortedTransaction],
+    ) -> Result<Plan, RecordsError> {
+        let mut plan = Plan::default();
+        for entry in split(blob.clone()) {
+            let batch = match entry? {
+                Entry::V2(b) => b,
+                Entry::Legacy(raw) => {
+                    let converted =
+                        legacy::legacy_to_v2(&raw, Compression::None, MAX_DECODED_BATCH)?;
+                    let b = RecordBatch::new(converted)?;
+                    if b.next_offset() <= self.next_offset {
+                        continue;
+                    }
+                    let records = record::decode_records(&b, MAX_DECODED_BATCH)?;
+                    self.push_reencoded(&mut plan, &b, records, Reencode::Legacy)?;
+                    continue;
+                }
+            };
+            if batch.next_offset() <= self.next_offset {
+                continue; // already forwarded
+            }
+            if batch.is_control() {
+                self.aborted_open.retain(|&p| p != batch.producer_id());
+                self.drop_range(
+                    &mut plan,
+                    batch.base_offset().max(self.next_offset),
+                    batch.next_offset(),
+                );
+                continue;
+            }
+            if let Some(a) = aborted.iter().find(|a| {
+                a.producer_id == batch.producer_id() && a.first_offset <= batch.last_offset()
+            }) {
+                if !self.aborted_open.contains(&a.producer_id) {
+                    self.aborted_open.push(a.producer_id);
+                }
+            }
+            if batch.is_transactional() && self.aborted_open.contains(&batch.producer_id()) {
+                self.drop_range(
+                    &mut plan,
+                    batch.base_offset().max(self.next_offset),
+                    batch.next_offset(),
+                );
+                continue;
+            }
+            let reason = if batch.base_offset() < self.next_offset {
+                Some(Reencode::PartialBatch)
+            } else if !batch.has_contiguous_offsets() {
+                Some(Reencode::OffsetGaps)
+            } else if batch.is_log_append_time() {
+                Some(Reencode::LogAppendTime)
+            } else {
+                None
+            };
+            match reason {
+                None => self.push_forwarded(&mut plan, &batch),
+                Some(why) => {
+                    let records = record::decode_records(&batch, MAX_DECODED_BATCH)?;
+                    self.push_reencoded(&mut plan, &batch, records, why)?;
+                }
+            }
+        }
+        plan.next_offset = self.next_offset;
+        Ok(plan)
+    }
+
+    fn drop_range(&mut self, plan: &mut Plan, from: i64, to: i64) {
+        if to > from {
+            match plan.dropped.last_mut() {
+                Some(last) if last.1 == from => last.1 = to,
+                _ => plan.dropped.push((from, to)),
+            }
+        }
+        self.next_offset = self.next_offset.max(to);
+    }
+
+    fn header_rewrite(&mut self, attributes: i16, count: i32) -> HeaderRewrite {
+        let (pid, epoch, seq) = match self.producer {
+            Some(p) => {
+                let seq = self.next_sequence;
+                self.next_sequence = next_sequence(seq, count);
+                (p.id, p.epoch, seq)
+            }
+            None => (NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE),
+        };
+        HeaderRewrite {
+            base_offset: Some(0),
+            partition_leader_epoch: Some(-1),
+            // A transaction on the source is not one on the target: its committed records are
+            // written as plain idempotent data.
+            attributes: Some(attributes & !ATTR_TRANSACTIONAL),
+            producer_id: Some(pid),
+            producer_epoch: Some(epoch),
+            base_sequence: Some(seq),
+        }
+    }
+
+    fn push_forwarded(&mut self, plan: &mut Plan, batch: &RecordBatch) {
+        let rw = self.header_rewrite(batch.attributes(), batch.records_count());
+        plan.outgoing.push(Outgoing {
+            batch: batch.rewrite(&rw),
+            source: SourceOffsets::Contiguous {
+                first: batch.base_offset(),
+                count: i64::from(batch.records_count()),
+            },
+            source_next: batch.next_offset(),
+            reencoded: None,
+        });
+        self.next_offset = batch.next_offset();
+    }
+
+    fn push_reencoded(
+        &mut self,
+        plan: &mut Plan,
+        batch: &RecordBatch,
+        mut records: Vec<Record>,
+        why: Reencode,
+    ) -> Result<(), RecordsError> {
+        let base = batch.base_offset();
+        let from = self.next_offset;
+        records.retain(|r| base + i64::from(r.offset_delta) >= from);
+        let end = batch.next_offset();
+        if records.is_empty() {
+            self.drop_range(plan, from.max(base), end);
+            return Ok(());
+        }
+        let sources: Vec<i64> = records
+            .iter()
+            .map(|r| base + i64::from(r.offset_delta))
+            .collect();
+        let mut base_timestamp = batch.base_timestamp();
+        let mut attributes = batch.attributes();
+        if batch.is_log_append_time() {
+            // Consumers of the source saw the append time on every record: keep that as
+            // CreateTime on the target.
+            let t = batch.max_timestamp();
+            for r in records.iter_mut() {
+                r.timestamp_delta = 0;
+            }
+            base_timestamp = t;
+            attributes &= !ATTR_LOG_APPEND_TIME;
+        }
+        let first_ts = records
+            .first()
+            .map(|r| base_timestamp + r.timestamp_delta)
+            .unwrap_or(base_timestamp);
+        for r in records.iter_mut() {
+            r.timestamp_delta = base_timestamp + r.timestamp_delta - first_ts;
+        }
+        record::renumber_contiguous(&mut records);
+        let codec = batch.compression().unwrap_or(Compression::None);
+        let fields = BatchHeaderFields {
+            base_offset: 0,
+            partition_leader_epoch: -1,
+            attributes: attributes & !ATTR_TRANSACTIONAL,
+            base_timestamp: first_ts,
+            max_timestamp: None,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            base_sequence: NO_SEQUENCE,
+        };
+        let encoded = RecordBatch::new(record::encode_batch(&fields, codec, &records)?)?;
+        let rw = self.header_rewrite(encoded.attributes(), encoded.records_count());
+        let contiguous = sources.windows(2).all(|w| w[1] == w[0] + 1);
+        let source = if contiguous {
+            SourceOffsets::Contiguous {
+                first: sources[0],
+                count: sources.len() as i64,
+            }
+        } else {
+            SourceOffsets::Listed(sources)
+        };
+        plan.outgoing.push(Outgoing {
+            batch: encoded.rewrite(&rw),
+            source,
+            source_next: end,
+            reencoded: Some(why),
+        });
+        self.next_offset = end;
+        Ok(())
+    }
+}
+
+/// The sequence after a batch of `count` records starting at `seq` (wraps at i32::MAX as
+/// Kafka's producer does).
+pub fn next_sequence(seq: i32, count: i32) -> i32 {
+    ((i64::from(seq) + i64::from(count)) % (i64::from(i32::MAX) + 1)) as i32
+}

@@ -1,0 +1,16 @@
+//! strait: a Kafka cross-cluster replicator that forwards record batches byte-for-byte.
+//!
+//! Layers, from the bytes up:
+//! - [`records`]: record batches, sans-io (split, header rewrite with CRC upkeep, codecs).
+//! - [`protocol`]: the Kafka wire protocol, sans-io (framing, bounded response decoders).
+//! - [`client`]: the async shell (connections, broker pool, metadata, typed requests).
+//!
+//! The library never owns the process: no global state, no printing, no `exit`.
+
+pub mod client;
+pub mod error;
+pub mod forward;
+pub mod protocol;
+pub mod records;
+
+pub use error::{Error, ErrorKind, Result};

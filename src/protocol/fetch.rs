@@ -1,0 +1,198 @@
+//! Fetch (key 1), versions 4..=12: the request is built with `kafka-protocol`; the response is
+//! decoded here so each partition's records stay a zero-copy slice of the response frame.
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::wire::{Reader, WireError};
+
+/// Read everything (READ_UNCOMMITTED).
+pub const READ_UNCOMMITTED: i8 = 0;
+/// Read only committed transactional data; aborted transactions are listed (READ_COMMITTED).
+pub const READ_COMMITTED: i8 = 1;
+
+/// One partition to fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchPartitionSpec {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// Offset to fetch from.
+    pub offset: i64,
+    /// Leader epoch we believe current (-1 when unknown).
+    pub current_leader_epoch: i32,
+    /// At most this many bytes for this partition.
+    pub max_bytes: i32,
+}
+
+/// Limits of one Fetch request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchLimits {
+    /// How long the broker may wait for `min_bytes`.
+    pub max_wait_ms: i32,
+    /// Answer as soon as this many bytes are there.
+    pub min_bytes: i32,
+    /// At most this many bytes in the whole response.
+    pub max_bytes: i32,
+    /// [`READ_UNCOMMITTED`] or [`READ_COMMITTED`].
+    pub isolation_level: i8,
+}
+
+impl Default for FetchLimits {
+    fn default() -> Self {
+        FetchLimits {
+            max_wait_ms: 500,
+            min_bytes: 1,
+            max_bytes: 50 * 1024 * 1024,
+            isolation_level: READ_UNCOMMITTED,
+        }
+    }
+}
+
+/// Builds a full (sessionless) Fetch request. Partitions of one topic are grouped together in
+/// the order given.
+pub fn request(parts: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for p in parts {
+        let mut fp = FetchPartition::default();
+        fp.partition = p.partition;
+        fp.current_leader_epoch = p.current_leader_epoch;
+        fp.fetch_offset = p.offset;
+        fp.last_fetched_epoch = -1;
+        fp.log_start_offset = -1;
+        fp.partition_max_bytes = p.max_bytes;
+        match topics.last_mut() {
+            Some(t) if t.topic.0.as_str() == p.topic => t.partitions.push(fp),
+            _ => {
+                let mut t = FetchTopic::default();
+                t.topic = TopicName(StrBytes::from_string(p.topic.clone()));
+                t.partitions.push(fp);
+                topics.push(t);
+            }
+        }
+    }
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_wait_ms = limits.max_wait_ms;
+    req.min_bytes = limits.min_bytes;
+    req.max_bytes = limits.max_bytes;
+    req.isolation_level = limits.isolation_level;
+    req.session_id = 0;
+    req.session_epoch = -1;
+    req.topics = topics;
+    req
+}
+
+/// An aborted transaction listed for a partition under READ_COMMITTED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTransaction {
+    /// The producer whose transaction aborted.
+    pub producer_id: i64,
+    /// First offset of the aborted transaction.
+    pub first_offset: i64,
+}
+
+/// One partition of a Fetch response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// Error code.
+    pub error_code: i16,
+    /// High watermark.
+    pub high_watermark: i64,
+    /// Last stable offset.
+    pub last_stable_offset: i64,
+    /// Log start offset (-1 before v5).
+    pub log_start_offset: i64,
+    /// Aborted transactions (READ_COMMITTED only).
+    pub aborted_transactions: Vec<AbortedTransaction>,
+    /// The records blob, a slice of the response frame; may end in a truncated batch.
+    pub records: Bytes,
+}
+
+/// A decoded Fetch response.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FetchResponse {
+    /// Top-level error code (v7+).
+    pub error_code: i16,
+    /// Fetch session id (v7+).
+    pub session_id: i32,
+    /// Partitions in response order.
+    pub partitions: Vec<FetchedPartition>,
+}
+
+/// Decodes a Fetch response body at `version` (4..=12).
+pub fn decode_response(mut r: Reader, version: i16) -> Result<FetchResponse, WireError> {
+    let c = version >= 12;
+    r.i32("throttle time")?;
+    let (error_code, session_id) = if version >= 7 {
+        (r.i16("error code")?, r.i32("session id")?)
+    } else {
+        (0, 0)
+    };
+    let nt = r.array(c, 5, "responses")?;
+    let mut partitions = Vec::new();
+    for _ in 0..nt {
+        let topic = r.string(c, "topic")?;
+        let np = r.array(c, 30, "partitions")?;
+        partitions.reserve(np);
+        for _ in 0..np {
+            let partition = r.i32("partition index")?;
+            let error_code = r.i16("error code")?;
+            let high_watermark = r.i64("high watermark")?;
+            let last_stable_offset = r.i64("last stable offset")?;
+            let log_start_offset = if version >= 5 {
+                r.i64("log start offset")?
+            } else {
+                -1
+            };
+            let na = r.array_len(c, 16, "aborted transactions")?.unwrap_or(0);
+            let mut aborted_transactions = Vec::with_capacity(na);
+            for _ in 0..na {
+                let producer_id = r.i64("aborted producer id")?;
+                let first_offset = r.i64("aborted first offset")?;
+                if c {
+                    r.skip_tagged_fields()?;
+                }
+                aborted_transactions.push(AbortedTransaction {
+                    producer_id,
+                    first_offset,
+                });
+            }
+            if version >= 11 {
+                r.i32("preferred read replica")?;
+            }
+            let records = r.nullable_bytes(c, "records")?.unwrap_or_default();
+            if c {
+                r.skip_tagged_fields()?;
+            }
+            partitions.push(FetchedPartition {
+                topic: topic.clone(),
+                partition,
+                error_code,
+                high_watermark,
+                last_stable_offset,
+                log_start_offset,
+                aborted_transactions,
+                records,
+            });
+        }
+        if c {
+            r.skip_tagged_fields()?;
+        }
+    }
+    if c {
+        r.skip_tagged_fields()?;
+    }
+    Ok(FetchResponse {
+        error_code,
+        session_id,
+        partitions,
+    })
+}
