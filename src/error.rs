@@ -72,8 +72,8 @@ pub enum ErrorKind {
 pub struct Error {
     /// What went wrong.
     pub kind: ErrorKind,
-    /// Where.
-    pub context: Context,
+    /// Where (boxed to keep `Result`s small).
+    pub context: Box<Context>,
 }
 
 /// Result with [`Error`].
@@ -84,7 +84,7 @@ impl Error {
     pub fn new(kind: impl Into<ErrorKind>) -> Error {
         Error {
             kind: kind.into(),
-            context: Context::default(),
+            context: Box::default(),
         }
     }
     /// A broker error code as an error.

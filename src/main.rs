@@ -20,6 +20,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async {
         match &cli.command {
+            Command::Demo(args) => cli::demo::run(args).await.map(|s| print!("{s}")),
             Command::Probe(args) => cli::probe::run(args).await.map(|s| print!("{s}")),
         }
     });

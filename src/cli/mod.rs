@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing and the commands' output. Library code returns
 //! data; only this module prints.
 
+pub mod demo;
 pub mod probe;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -32,6 +33,8 @@ pub enum LogFormat {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start two local clusters, write data, replicate it, and show both sides.
+    Demo(demo::DemoArgs),
     /// Show a cluster: id, brokers, negotiated API versions, topics with leaders and offsets.
     Probe(probe::ProbeArgs),
 }

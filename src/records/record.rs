@@ -61,7 +61,7 @@ pub struct RecordHeader {
 impl Record {
     /// The record's absolute offset in a batch with `base_offset`.
     pub fn offset(&self, base_offset: i64) -> i64 {
-        base_offset + i64::from(self.offset_delta)
+        base_offset.wrapping_add(i64::from(self.offset_delta))
     }
 
     /// The record's create time in a batch with `base_timestamp` (ignores LogAppendTime).
@@ -79,7 +79,8 @@ const MIN_RECORD_LEN: usize = 7;
 ///
 /// Keys, values and headers are slices of the batch's buffer when it is uncompressed, and of
 /// one decompressed buffer otherwise. Errors, never panics, on any malformed input; see
-/// [`RecordIter`] for what is checked.
+/// [`RecordIter`] for what is checked. The CRC is not checked here: see
+/// [`RecordBatch::verify_crc`].
 pub fn decode_records(batch: &RecordBatch, limit: usize) -> Result<Vec<Record>, RecordsError> {
     records(batch, limit)?.collect()
 }
@@ -416,11 +417,31 @@ pub fn encode_batch(
     compression: Compression,
     records: &[Record],
 ) -> Result<Bytes, RecordsError> {
+    let last = records.last().map_or(0, |r| r.offset_delta);
+    encode_batch_spanning(fields, compression, records, last)
+}
+
+/// [`encode_batch`] with an explicit `lastOffsetDelta`, at least the last record's
+/// `offset_delta`. Compaction keeps a batch's original `lastOffsetDelta` when it removes the
+/// batch's last records (so the batch still covers its whole offset range); this re-encodes
+/// such a batch with the same span. Apache Kafka does not accept such a batch in a Produce.
+pub fn encode_batch_spanning(
+    fields: &BatchHeaderFields,
+    compression: Compression,
+    records: &[Record],
+    last_offset_delta: i32,
+) -> Result<Bytes, RecordsError> {
     let offset = fields.base_offset;
     let err = |reason: String| RecordsError::Corrupt { offset, reason };
     let Some(last) = records.last() else {
         return Err(err("cannot encode a batch without records".into()));
     };
+    if last_offset_delta < last.offset_delta {
+        return Err(err(format!(
+            "lastOffsetDelta {last_offset_delta} is below the last record's offset delta {}",
+            last.offset_delta
+        )));
+    }
     let count = i32::try_from(records.len())
         .map_err(|_| err(format!("{} records do not fit one batch", records.len())))?;
     let mut previous: Option<i32> = None;
@@ -466,7 +487,7 @@ pub fn encode_batch(
     out.push(2);
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&attributes.to_be_bytes());
-    out.extend_from_slice(&last.offset_delta.to_be_bytes());
+    out.extend_from_slice(&last_offset_delta.to_be_bytes());
     out.extend_from_slice(&fields.base_timestamp.to_be_bytes());
     out.extend_from_slice(&max_timestamp.to_be_bytes());
     out.extend_from_slice(&fields.producer_id.to_be_bytes());
@@ -707,6 +728,17 @@ mod tests {
             encode_batch(&BatchHeaderFields::default(), Compression::Zstd, &recs).unwrap(),
         );
         assert!(b.has_contiguous_offsets());
+    }
+
+    #[test]
+    fn explicit_last_offset_delta_for_compacted_batches() {
+        let recs = vec![rec(1, None, Some(b"a")), rec(5, None, Some(b"b"))];
+        let f = BatchHeaderFields::default();
+        let b = batch_of(encode_batch_spanning(&f, Compression::Gzip, &recs, 9).unwrap());
+        assert_eq!(b.last_offset_delta(), 9);
+        assert_eq!(b.next_offset(), 10);
+        assert_eq!(decode_records(&b, 1 << 20).unwrap(), recs);
+        assert!(encode_batch_spanning(&f, Compression::None, &recs, 4).is_err());
     }
 
     #[test]

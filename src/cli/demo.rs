@@ -1,0 +1,341 @@
+//! `strait demo`: two local clusters (nisshi brokers started by this command), a topic with
+//! data, a replication of it, and a side-by-side view of the result.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use strait::client::{Cluster, ClusterConfig, LATEST};
+use strait::error::{Error, Result};
+use strait::forward::{copy_partition, CopySpec, ProducerIdentity};
+use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
+use strait::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
+use strait::records::record::{
+    decode_records, encode_batch, BatchHeaderFields, Record, RecordHeader,
+};
+use strait::records::{split, Compression, Entry, HeaderRewrite, RecordBatch};
+
+/// Arguments of `strait demo`.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Records to write to `global_iot` on cluster_a.
+    #[arg(long, default_value_t = 50_000)]
+    pub records: usize,
+    /// Codec of the batches written on cluster_a.
+    #[arg(long, default_value = "zstd")]
+    pub codec: Compression,
+    /// The nisshi binary (default: `nisshi` on PATH or in ~/.cargo/bin).
+    #[arg(long)]
+    pub nisshi: Option<PathBuf>,
+    /// Keep both clusters running until Ctrl-C, to look at them with `strait probe`.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+struct LocalBroker {
+    name: &'static str,
+    addr: String,
+    child: Child,
+}
+
+impl Drop for LocalBroker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nisshi_path(explicit: &Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        return Ok(p.clone());
+    }
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("nisshi"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(PathBuf::from(home).join(".cargo/bin/nisshi"));
+    }
+    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        Error::invalid(
+            "nisshi not found: run `bash scripts/setup.sh` (or `cargo install nisshi@0.8.1 --locked \
+             --ignore-rust-version --no-default-features --features dynostore,libsql`)",
+        )
+    })
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(Error::from)?;
+    Ok(l.local_addr().map_err(Error::from)?.port())
+}
+
+async fn start_broker(nisshi: &PathBuf, name: &'static str) -> Result<LocalBroker> {
+    let port = free_port()?;
+    let url = format!("tcp://127.0.0.1:{port}");
+    let child = Command::new(nisshi)
+        .args([
+            "broker",
+            "--cluster-id",
+            name,
+            "--listener-url",
+            &url,
+            "--advertised-listener-url",
+            &url,
+        ])
+        .arg("--storage-engine")
+        .arg(format!("memory://{name}/"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::invalid(format!("cannot start nisshi ({}): {e}", nisshi.display())))?;
+    let broker = LocalBroker {
+        name,
+        addr: format!("127.0.0.1:{port}"),
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut cfg = ClusterConfig::new(name, &broker.addr);
+        cfg.retries = 0;
+        cfg.connection.connect_timeout = Duration::from_secs(1);
+        if Cluster::connect(cfg).await.is_ok() {
+            return Ok(broker);
+        }
+        if Instant::now() > deadline {
+            return Err(Error::invalid(format!(
+                "cluster {name} did not come up on {}",
+                broker.addr
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A small IoT-style record: device key, JSON reading, a header.
+fn reading(i: usize, now_ms: i64) -> (Record, i64) {
+    let device = i % 40;
+    let value = format!(
+        "{{\"device\":\"sensor-{device:02}\",\"seq\":{i},\"temperature\":{:.1},\"humidity\":{}}}",
+        18.0 + (i % 97) as f64 / 10.0,
+        30 + i % 50
+    );
+    let rec = Record {
+        attributes: 0,
+        timestamp_delta: 0,
+        offset_delta: 0,
+        key: Some(Bytes::from(format!("sensor-{device:02}"))),
+        value: Some(Bytes::from(value)),
+        headers: vec![RecordHeader {
+            key: Bytes::from_static(b"source"),
+            value: Some(Bytes::from_static(b"demo")),
+        }],
+    };
+    (rec, now_ms + (i / 100) as i64)
+}
+
+async fn fill(
+    cluster: &Cluster,
+    topic: &str,
+    partitions: i32,
+    records: usize,
+    codec: Compression,
+) -> Result<()> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let per_batch = 500;
+    let mut pending: Vec<Vec<(Record, i64)>> = vec![Vec::new(); partitions as usize];
+    for i in 0..records {
+        let p = (i % 40) % partitions as usize;
+        pending[p].push(reading(i, now));
+        let last = i + 1 == records;
+        if pending[p].len() == per_batch || last {
+            for (part, batch) in pending.iter_mut().enumerate() {
+                if batch.is_empty() || (!last && part != p) {
+                    continue;
+                }
+                let base_ts = batch[0].1;
+                let recs: Vec<Record> = batch
+                    .drain(..)
+                    .enumerate()
+                    .map(|(n, (mut r, ts))| {
+                        r.offset_delta = n as i32;
+                        r.timestamp_delta = ts - base_ts;
+                        r
+                    })
+                    .collect();
+                let fields = BatchHeaderFields {
+                    base_timestamp: base_ts,
+                    ..BatchHeaderFields::default()
+                };
+                let bytes = encode_batch(&fields, codec, &recs)?;
+                let batch = RecordBatch::new(bytes)?.rewrite(&HeaderRewrite::default());
+                let (leader, _) = cluster.leader(topic, part as i32).await?;
+                let topics = [ProduceTopic {
+                    name: topic.to_string(),
+                    partitions: vec![ProducePartition {
+                        partition: part as i32,
+                        batch,
+                    }],
+                }];
+                let settings = ProduceSettings {
+                    transactional_id: None,
+                    acks: -1,
+                    timeout_ms: 30_000,
+                };
+                for r in cluster.produce(leader, &settings, &topics).await? {
+                    if r.error_code != 0 {
+                        return Err(Error::broker(r.error_code, r.error_message)
+                            .cluster(cluster.name())
+                            .partition(topic, r.partition));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn first_records(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    n: usize,
+) -> Result<Vec<(i64, String, String)>> {
+    let (leader, epoch) = cluster.leader(topic, partition).await?;
+    let spec = FetchPartitionSpec {
+        topic: topic.to_string(),
+        partition,
+        offset: 0,
+        current_leader_epoch: epoch,
+        max_bytes: 1 << 20,
+    };
+    let resp = cluster
+        .fetch(leader, &[spec], &FetchLimits::default())
+        .await?;
+    let mut out = Vec::new();
+    for p in resp.partitions {
+        for e in split(p.records) {
+            if let Entry::V2(b) = e? {
+                for r in decode_records(&b, 64 << 20)? {
+                    if out.len() == n {
+                        return Ok(out);
+                    }
+                    let text = |v: &Option<Bytes>| {
+                        v.as_deref()
+                            .map(|x| String::from_utf8_lossy(x).into_owned())
+                            .unwrap_or_else(|| "null".into())
+                    };
+                    out.push((r.offset(b.base_offset()), text(&r.key), text(&r.value)));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the demo and returns the report.
+pub async fn run(args: &DemoArgs) -> Result<String> {
+    let nisshi = nisshi_path(&args.nisshi)?;
+    let mut out = String::new();
+    eprintln!("starting two local clusters (nisshi) ...");
+    let a = start_broker(&nisshi, "cluster_a").await?;
+    let b = start_broker(&nisshi, "cluster_b").await?;
+    let source = Cluster::connect(ClusterConfig::new(a.name, &a.addr)).await?;
+    let target = Cluster::connect(ClusterConfig::new(b.name, &b.addr)).await?;
+    let topic = "global_iot";
+    let remote = format!("{}.{}", a.name, topic);
+    let partitions = 5;
+    source.create_topic(topic, partitions, 1, &[]).await?;
+    eprintln!(
+        "writing {} records ({}) to {topic} on cluster_a ...",
+        args.records,
+        args.codec.name()
+    );
+    fill(&source, topic, partitions, args.records, args.codec).await?;
+    target.create_topic(&remote, partitions, 1, &[]).await?;
+    let (pid, epoch) = target.init_producer_id().await?;
+    eprintln!("replicating {topic} (cluster_a) -> {remote} (cluster_b) ...");
+    let started = Instant::now();
+    let ids: Vec<i32> = (0..partitions).collect();
+    let ends = source.list_offsets(topic, &ids, LATEST).await?;
+    let (mut records, mut bytes, mut reencoded) = (0u64, 0u64, 0u64);
+    for (partition, end) in &ends {
+        let spec = CopySpec {
+            source_topic: topic.to_string(),
+            target_topic: remote.clone(),
+            partition: *partition,
+            from: 0,
+            until: *end,
+            producer: Some(ProducerIdentity { id: pid, epoch }),
+            limits: FetchLimits {
+                max_wait_ms: 100,
+                ..FetchLimits::default()
+            },
+        };
+        let s = copy_partition(&source, &target, &spec).await?;
+        records += s.records;
+        bytes += s.bytes;
+        reencoded += s.reencoded;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let target_ends = target.list_offsets(&remote, &ids, LATEST).await?;
+    let _ = writeln!(
+        out,
+        "strait demo: {topic} on cluster_a ({}) replicated to {remote} on cluster_b ({})\n",
+        a.addr, b.addr
+    );
+    let _ = writeln!(
+        out,
+        "{:>9}  {:>20}  {:>28}  {}",
+        "partition", "cluster_a log end", "cluster_b log end", "same"
+    );
+    let mut all_same = true;
+    for ((p, sa), (_, sb)) in ends.iter().zip(&target_ends) {
+        all_same &= sa == sb;
+        let _ = writeln!(
+            out,
+            "{p:>9}  {sa:>20}  {sb:>28}  {}",
+            if sa == sb { "yes" } else { "NO" }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nreplicated {records} records, {:.1} MB of batches in {secs:.2} s ({:.0} records/s), {reencoded} batches re-encoded",
+        bytes as f64 / 1e6,
+        records as f64 / secs.max(1e-9)
+    );
+    let _ = writeln!(out, "\nfirst records of {remote} partition 0 on cluster_b:");
+    for (off, k, v) in first_records(&target, &remote, 0, 3).await? {
+        let _ = writeln!(out, "  offset {off:>3}  key {k}  value {v}");
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        if all_same {
+            "result: every partition matches"
+        } else {
+            "result: MISMATCH"
+        }
+    );
+    if args.keep {
+        let _ = writeln!(out, "\nclusters stay up until Ctrl-C:\n  strait probe --bootstrap {}\n  strait probe --bootstrap {}", a.addr, b.addr);
+        print!("{out}");
+        out.clear();
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    drop((source, target));
+    drop((a, b));
+    if !all_same {
+        return Err(Error::invalid(format!(
+            "{out}\nreplica differs from source"
+        )));
+    }
+    Ok(out)
+}
