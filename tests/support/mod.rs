@@ -1,0 +1,20 @@
+//! Shared integration-test harness. Use from a test file with `mod support;`.
+//!
+//! - [`broker`]: real `nisshi` broker processes (`Broker::start`, `Broker::start_behind_proxy`).
+//! - [`proxy`]: `ProduceCheckProxy`, a forwarding proxy that checks Kafka's produce rules.
+//! - [`data`]: rdkafka helpers (topic names, create topics, produce, consume).
+//! - [`records`]: record-batch parsing and an independent batch builder (CRC via `crc`).
+//! - [`wire`]: Kafka framing helpers and an ApiVersions probe.
+#![allow(dead_code, unused_imports)]
+
+pub mod broker;
+pub mod data;
+pub mod proxy;
+pub mod records;
+pub mod wire;
+
+pub use broker::{Broker, BrokerOptions};
+pub use data::{
+    consume_all, create_topic, produce_records, topic_name, Codec, OwnedRecord, TestRecord,
+};
+pub use proxy::{ProduceCheckProxy, ProxyConfig};
