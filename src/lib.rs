@@ -8,9 +8,14 @@
 //! The library never owns the process: no global state, no printing, no `exit`.
 
 pub mod client;
+pub mod config;
 pub mod error;
+pub mod filter;
 pub mod forward;
+pub mod mm2;
+pub mod naming;
 pub mod protocol;
 pub mod records;
+pub mod replicate;
 
 pub use error::{Error, ErrorKind, Result};

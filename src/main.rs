@@ -4,6 +4,7 @@ mod cli;
 
 use clap::Parser;
 use cli::{init_logging, Cli, Command};
+use strait::replicate::lists::ListKind;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -22,6 +23,13 @@ fn main() -> std::process::ExitCode {
         match &cli.command {
             Command::Demo(args) => cli::demo::run(args).await.map(|s| print!("{s}")),
             Command::Probe(args) => cli::probe::run(args).await.map(|s| print!("{s}")),
+            Command::Run(args) => cli::run::run(args).await.map(|s| eprint!("{s}")),
+            Command::Topics(args) => cli::lists::run(args, ListKind::Topics)
+                .await
+                .map(|s| print!("{s}")),
+            Command::Groups(args) => cli::lists::run(args, ListKind::Groups)
+                .await
+                .map(|s| print!("{s}")),
         }
     });
     match result {

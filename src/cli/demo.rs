@@ -293,8 +293,8 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
     );
     let _ = writeln!(
         out,
-        "{:>9}  {:>20}  {:>28}  {}",
-        "partition", "cluster_a log end", "cluster_b log end", "same"
+        "{:>9}  {:>20}  {:>28}  same",
+        "partition", "cluster_a log end", "cluster_b log end"
     );
     let mut all_same = true;
     for ((p, sa), (_, sb)) in ends.iter().zip(&target_ends) {

@@ -2,7 +2,9 @@
 //! data; only this module prints.
 
 pub mod demo;
+pub mod lists;
 pub mod probe;
+pub mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -14,7 +16,7 @@ pub struct Cli {
     #[arg(long, value_enum, global = true, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
     /// Log filter (tracing-subscriber EnvFilter syntax), e.g. `info` or `strait=debug`.
-    #[arg(long, global = true, default_value = "warn", env = "STRAIT_LOG")]
+    #[arg(long, global = true, default_value = "info", env = "STRAIT_LOG")]
     pub log: String,
     /// The command.
     #[command(subcommand)]
@@ -37,6 +39,12 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Show a cluster: id, brokers, negotiated API versions, topics with leaders and offsets.
     Probe(probe::ProbeArgs),
+    /// Run every flow of a configuration (TOML or mm2.properties) until SIGINT/SIGTERM.
+    Run(run::RunArgs),
+    /// Change or list a flow's topic allow/deny lists while it runs (like `srm-control topics`).
+    Topics(lists::ListArgs),
+    /// Change or list a flow's consumer group allow/deny lists (like `srm-control groups`).
+    Groups(lists::ListArgs),
 }
 
 /// Sets up `tracing` for the binary.

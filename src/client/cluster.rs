@@ -237,7 +237,11 @@ impl Cluster {
 
     /// Runs `op` until it succeeds, fails with a non-retriable error, or retries run out;
     /// refreshes metadata between attempts when the error calls for it.
-    pub async fn retry<T>(&self, what: &str, mut op: impl AsyncFnMut() -> Result<T>) -> Result<T> {
+    pub async fn retry<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let mut backoff = self.config.retry_backoff;
         let mut attempt = 0;
         loop {
@@ -363,7 +367,7 @@ impl Cluster {
         let mut out = Vec::with_capacity(partitions.len());
         for &p in partitions {
             let off = self
-                .retry("list offsets", async || {
+                .retry("list offsets", || async move {
                     let (leader, epoch) = self.leader(topic, p).await?;
                     let mut lp = ListOffsetsPartition::default();
                     lp.partition_index = p;
@@ -455,7 +459,7 @@ impl Cluster {
 
     /// A producer id and epoch for idempotent writes (InitProducerId without a transactional id).
     pub async fn init_producer_id(&self) -> Result<(i64, i16)> {
-        self.retry("init producer id", async || {
+        self.retry("init producer id", || async move {
             let mut req = InitProducerIdRequest::default();
             req.transactional_id = None;
             req.transaction_timeout_ms = -1;
@@ -552,7 +556,7 @@ impl Cluster {
 
     /// The coordinator node of a consumer group.
     pub async fn group_coordinator(&self, group: &str) -> Result<i32> {
-        self.retry("find coordinator", async || {
+        self.retry("find coordinator", || async move {
             let mut req = FindCoordinatorRequest::default();
             req.key = StrBytes::from_string(group.to_string());
             req.key_type = 0;

@@ -59,7 +59,7 @@ pub async fn copy_partition(
     while planner.next_offset() < spec.until {
         let fetch_at = planner.next_offset();
         let fetched = source
-            .retry("fetch", async || {
+            .retry("fetch", || async move {
                 let (leader, epoch) = source.leader(&spec.source_topic, spec.partition).await?;
                 let part = FetchPartitionSpec {
                     topic: spec.source_topic.clone(),
@@ -135,7 +135,7 @@ pub async fn produce_one(
         super::plan::SourceOffsets::Listed(v) => v.first().copied().unwrap_or(-1),
     };
     target
-        .retry("produce", async || {
+        .retry("produce", || async move {
             let (leader, _) = target.leader(topic, partition).await?;
             let topics = [ProduceTopic {
                 name: topic.to_string(),

@@ -76,7 +76,9 @@ pub fn request(parts: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchReque
     }
     let mut req = FetchRequest::default();
     req.replica_id = BrokerId(-1);
-    req.max_wait_ms = limits.max_wait_ms;
+    // At least 1 ms: nisshi 0.8.1 answers a Fetch with max_wait_ms = 0 with no partitions at
+    // all, even when data is there. Apache Kafka answers at once either way.
+    req.max_wait_ms = limits.max_wait_ms.max(1);
     req.min_bytes = limits.min_bytes;
     req.max_bytes = limits.max_bytes;
     req.isolation_level = limits.isolation_level;

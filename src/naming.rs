@@ -1,0 +1,674 @@
+//! Replication policies: how a topic is named on the target cluster, and what a name tells about
+//! where a topic came from. Mirrors MirrorMaker 2's `DefaultReplicationPolicy` and
+//! `IdentityReplicationPolicy` so that strait and MM2 agree on names in a mixed deployment.
+//!
+//! Under the default policy a topic `orders` replicated from cluster `A` is `A.orders` on the
+//! target, and `B.A.orders` one hop further. Reading a name back follows MM2 exactly, including
+//! its quirk inherited from Java's `String.split`: a name whose text after the first separator is
+//! empty or made only of separators (`A.`, `A..`) is not a remote topic.
+//!
+//! Cycle detection walks the chain of source aliases a name encodes: replicating a topic to a
+//! cluster that appears anywhere in its chain would bring it home again (see
+//! [`ReplicationPolicy::would_cycle`]).
+
+use crate::mm2::HEARTBEATS_TOPIC;
+
+/// MM2's default separator between a source alias and the upstream topic name.
+pub const DEFAULT_SEPARATOR: &str = ".";
+
+/// How remote topics are named, MM2-compatible.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ReplicationPolicy {
+    /// MM2's `DefaultReplicationPolicy`: the remote topic is `<source><separator><topic>`.
+    ///
+    /// MM2's internal topics (checkpoints, offset syncs) use the same separator, as MM2 does by
+    /// default (`replication.policy.internal.topic.separator.enabled = true`). An empty separator
+    /// can format names but never parses any name as remote.
+    Default {
+        /// The separator (MM2's `replication.policy.separator`, default `.`).
+        separator: String,
+    },
+    /// MM2's `IdentityReplicationPolicy`: topics keep their names, so their origin cannot be read
+    /// from them and cycles cannot be detected; the topology must be acyclic. Heartbeats are the
+    /// exception, as in MM2: any name ending in `heartbeats` is handled like the default policy
+    /// with separator `.` (`heartbeats` from `A` becomes `A.heartbeats`), so heartbeats from
+    /// different clusters stay apart and replication hops stay measurable.
+    Identity,
+}
+
+impl Default for ReplicationPolicy {
+    /// MM2's default: [`ReplicationPolicy::Default`] with separator `.`.
+    fn default() -> Self {
+        ReplicationPolicy::Default {
+            separator: DEFAULT_SEPARATOR.to_owned(),
+        }
+    }
+}
+
+impl ReplicationPolicy {
+    /// The separator this policy uses in remote and internal topic names (`.` for
+    /// [`ReplicationPolicy::Identity`], which inherits MM2's default).
+    pub fn separator(&self) -> &str {
+        match self {
+            ReplicationPolicy::Default { separator } => separator,
+            ReplicationPolicy::Identity => DEFAULT_SEPARATOR,
+        }
+    }
+
+    /// The name on the target cluster of `topic` replicated from the cluster `source_alias`
+    /// (MM2's `formatRemoteTopic`).
+    pub fn remote_topic(&self, source_alias: &str, topic: &str) -> String {
+        match self {
+            ReplicationPolicy::Default { separator } => format!("{source_alias}{separator}{topic}"),
+            ReplicationPolicy::Identity if looks_like_heartbeats(topic) => {
+                format!("{source_alias}{DEFAULT_SEPARATOR}{topic}")
+            }
+            ReplicationPolicy::Identity => topic.to_owned(),
+        }
+    }
+
+    /// The alias of the cluster `topic` was replicated from, or `None` if the name does not
+    /// show it to be a remote topic (MM2's `topicSource`).
+    pub fn topic_source(&self, topic: &str) -> Option<String> {
+        self.split(topic).map(|(source, _)| source.to_owned())
+    }
+
+    /// The name `topic` has on the cluster it was replicated from (one hop up), or `None` if it
+    /// is not a remote topic (MM2's `upstreamTopic`).
+    ///
+    /// For [`ReplicationPolicy::Identity`] MM2 answers "the same name" for every non-heartbeats
+    /// topic, because any topic may be remote; strait answers `None`, consistent with
+    /// [`ReplicationPolicy::topic_source`] having no alias to give. Walks up the chain stop at
+    /// the same place either way.
+    pub fn upstream_topic(&self, topic: &str) -> Option<String> {
+        self.split(topic).map(|(_, upstream)| upstream.to_owned())
+    }
+
+    /// The topic's name on the cluster it was first produced to, following every hop; the name
+    /// itself if it is not remote (MM2's `originalTopic`).
+    pub fn original_topic(&self, topic: &str) -> String {
+        let mut current = topic;
+        while let Some((_, upstream)) = self.split(current) {
+            current = upstream;
+        }
+        current.to_owned()
+    }
+
+    /// Every cluster alias the topic passed through, nearest first: `B.A.x` is `["B", "A"]` (it
+    /// was produced on `A` as `x`, replicated to `B` as `A.x`, then here). Empty for a topic that
+    /// is not remote. An alias appears again if the name went round a loop.
+    pub fn source_chain(&self, topic: &str) -> Vec<String> {
+        let mut chain = Vec::new();
+        let mut current = topic;
+        while let Some((source, upstream)) = self.split(current) {
+            chain.push(source.to_owned());
+            current = upstream;
+        }
+        chain
+    }
+
+    /// How many hops `topic` is away from the cluster `upstream_alias` (1 for `A.x` and `A`), or
+    /// `None` if that cluster is not in its [`source chain`](Self::source_chain). This is MM2
+    /// `MirrorClient`'s hop count for one topic; `replicationHops` takes the minimum of it over a
+    /// cluster's heartbeats topics.
+    pub fn hops_from(&self, topic: &str, upstream_alias: &str) -> Option<usize> {
+        self.source_chain(topic)
+            .iter()
+            .position(|source| source == upstream_alias)
+            .map(|index| index + 1)
+    }
+
+    /// Whether replicating `topic` to the cluster `target_alias` would send it back to a cluster
+    /// it came from, directly or through hops (MM2 `MirrorSourceConnector.isCycle`).
+    ///
+    /// Always false under [`ReplicationPolicy::Identity`] except for heartbeats topics, as in MM2.
+    pub fn would_cycle(&self, topic: &str, target_alias: &str) -> bool {
+        let mut current = topic;
+        while let Some((source, upstream)) = self.split(current) {
+            if source == target_alias {
+                return true;
+            }
+            current = upstream;
+        }
+        false
+    }
+
+    /// Name of the heartbeats topic MM2's heartbeat connector writes to.
+    pub fn heartbeats_topic(&self) -> &'static str {
+        HEARTBEATS_TOPIC
+    }
+
+    /// Whether `topic` is a heartbeats topic: `heartbeats` or a replica of one at any number of
+    /// hops, such as `A.heartbeats` or `B.A.heartbeats` (MM2's `isHeartbeatsTopic`: the
+    /// original topic is `heartbeats`).
+    pub fn is_heartbeats_topic(&self, topic: &str) -> bool {
+        self.original_topic(topic) == HEARTBEATS_TOPIC
+    }
+
+    /// Name of the checkpoints topic on the target cluster for groups of the cluster
+    /// `source_alias`: `<source><sep>checkpoints<sep>internal` (MM2's `checkpointsTopic`).
+    pub fn checkpoints_topic(&self, source_alias: &str) -> String {
+        let sep = self.separator();
+        format!("{source_alias}{sep}checkpoints{sep}internal")
+    }
+
+    /// Name of the offset-syncs topic for replication towards `target_alias`:
+    /// `mm2-offset-syncs<sep><target><sep>internal` (MM2's `offsetSyncsTopic`).
+    pub fn offset_syncs_topic(&self, target_alias: &str) -> String {
+        let sep = self.separator();
+        format!("mm2-offset-syncs{sep}{target_alias}{sep}internal")
+    }
+
+    /// Whether `topic` is a checkpoints topic (ends with `<sep>checkpoints<sep>internal`).
+    pub fn is_checkpoints_topic(&self, topic: &str) -> bool {
+        let sep = self.separator();
+        topic.ends_with(&format!("{sep}checkpoints{sep}internal"))
+    }
+
+    /// Whether `topic` is one of MM2's own internal topics (ends with `<sep>internal`).
+    pub fn is_mm2_internal_topic(&self, topic: &str) -> bool {
+        let sep = self.separator();
+        topic.ends_with(&format!("{sep}internal"))
+    }
+
+    /// Whether `topic` must never be replicated: the rules of [`is_internal_topic`] plus
+    /// [`is_mm2_internal_topic`](Self::is_mm2_internal_topic) for this policy's separator (MM2's
+    /// `isInternalTopic`).
+    pub fn is_internal_topic(&self, topic: &str) -> bool {
+        is_internal_topic(topic) || self.is_mm2_internal_topic(topic)
+    }
+
+    /// The topic name a checkpoint written to `target_alias` carries for a group's offsets in
+    /// `topic` on `source_alias` (MM2 `MirrorCheckpointTask.renameTopicPartition`): a topic that
+    /// came from the target gets its original name back (`B.x` on `A` checkpoints as `x` on
+    /// `B`); any other gets its remote name (`x` on `A` checkpoints as `A.x` on `B`).
+    pub fn checkpoint_target_topic(
+        &self,
+        source_alias: &str,
+        target_alias: &str,
+        topic: &str,
+    ) -> String {
+        match self.split(topic) {
+            Some((source, _)) if source == target_alias => self.original_topic(topic),
+            _ => self.remote_topic(source_alias, topic),
+        }
+    }
+
+    /// Splits a remote topic name into (source alias, upstream name); `None` if not remote.
+    /// The upstream name is always shorter than `topic`, so walks up a chain terminate.
+    fn split<'t>(&self, topic: &'t str) -> Option<(&'t str, &'t str)> {
+        match self {
+            ReplicationPolicy::Default { separator } => split_remote(topic, separator),
+            ReplicationPolicy::Identity if looks_like_heartbeats(topic) => {
+                split_remote(topic, DEFAULT_SEPARATOR)
+            }
+            ReplicationPolicy::Identity => None,
+        }
+    }
+}
+
+/// MM2's name-only test for a Kafka or Connect internal topic, which is never replicated: a name
+/// starting with `__` (`__consumer_offsets`, `__transaction_state`) or `.`, or ending with
+/// `.internal` or `-internal` (Connect's and MM2's own topics, including checkpoints and offset
+/// syncs). Heartbeats topics are not internal: they are replicated. Use
+/// [`ReplicationPolicy::is_internal_topic`] when a custom separator is configured.
+pub fn is_internal_topic(topic: &str) -> bool {
+    topic.starts_with("__")
+        || topic.starts_with('.')
+        || topic.ends_with(".internal")
+        || topic.ends_with("-internal")
+}
+
+/// Whether `topic` is a heartbeats topic under `policy`: `heartbeats`, `A.heartbeats`,
+/// `B.A.heartbeats`, ... (see [`ReplicationPolicy::is_heartbeats_topic`]).
+pub fn is_heartbeats_topic(policy: &ReplicationPolicy, topic: &str) -> bool {
+    policy.is_heartbeats_topic(topic)
+}
+
+/// MM2's `IdentityReplicationPolicy` treats any name ending in the heartbeats topic name as a
+/// heartbeats topic for naming purposes.
+fn looks_like_heartbeats(topic: &str) -> bool {
+    topic.ends_with(HEARTBEATS_TOPIC)
+}
+
+/// `DefaultReplicationPolicy`'s parse: the source is the text before the first separator, and
+/// the name is remote only if Java's `split` would give at least two parts, i.e. something other
+/// than separators follows the first one (Java drops trailing empty parts).
+fn split_remote<'t>(topic: &'t str, separator: &str) -> Option<(&'t str, &'t str)> {
+    if separator.is_empty() {
+        return None;
+    }
+    let (source, upstream) = topic.split_once(separator)?;
+    if upstream.split(separator).all(str::is_empty) {
+        return None;
+    }
+    Some((source, upstream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn dot() -> ReplicationPolicy {
+        ReplicationPolicy::default()
+    }
+
+    fn sep(s: &str) -> ReplicationPolicy {
+        ReplicationPolicy::Default {
+            separator: s.to_owned(),
+        }
+    }
+
+    #[test]
+    fn default_is_dot_separated() {
+        assert_eq!(
+            ReplicationPolicy::default(),
+            ReplicationPolicy::Default {
+                separator: ".".into()
+            }
+        );
+        assert_eq!(dot().separator(), ".");
+        assert_eq!(ReplicationPolicy::Identity.separator(), ".");
+    }
+
+    #[test]
+    fn remote_topic_names() {
+        let cases: &[(ReplicationPolicy, &str, &str, &str)] = &[
+            (dot(), "A", "orders", "A.orders"),
+            (dot(), "us-west", "A.orders", "us-west.A.orders"),
+            (dot(), "A", "heartbeats", "A.heartbeats"),
+            (dot(), "B", "A.heartbeats", "B.A.heartbeats"),
+            (sep("_"), "A", "orders", "A_orders"),
+            (sep("--"), "A", "x.y", "A--x.y"),
+            (ReplicationPolicy::Identity, "A", "orders", "orders"),
+            (ReplicationPolicy::Identity, "A", "A.orders", "A.orders"),
+            (
+                ReplicationPolicy::Identity,
+                "A",
+                "heartbeats",
+                "A.heartbeats",
+            ),
+            (
+                ReplicationPolicy::Identity,
+                "B",
+                "A.heartbeats",
+                "B.A.heartbeats",
+            ),
+            // MM2's Identity policy: anything ending in "heartbeats" is renamed.
+            (
+                ReplicationPolicy::Identity,
+                "A",
+                "my-heartbeats",
+                "A.my-heartbeats",
+            ),
+        ];
+        for (policy, source, topic, want) in cases {
+            assert_eq!(
+                policy.remote_topic(source, topic),
+                *want,
+                "{policy:?} {source} {topic}"
+            );
+        }
+    }
+
+    #[test]
+    fn parsing_names() {
+        // (policy, topic, topic_source, upstream_topic, original_topic, source_chain)
+        type Case = (
+            ReplicationPolicy,
+            &'static str,
+            Option<&'static str>,
+            Option<&'static str>,
+            &'static str,
+            &'static [&'static str],
+        );
+        let cases: &[Case] = &[
+            (dot(), "orders", None, None, "orders", &[]),
+            (
+                dot(),
+                "A.orders",
+                Some("A"),
+                Some("orders"),
+                "orders",
+                &["A"],
+            ),
+            (dot(), "B.A.x", Some("B"), Some("A.x"), "x", &["B", "A"]),
+            (
+                dot(),
+                "C.B.A.x",
+                Some("C"),
+                Some("B.A.x"),
+                "x",
+                &["C", "B", "A"],
+            ),
+            // `.x` is itself parsed as coming from "" (Java split keeps a leading empty part).
+            (dot(), "A..x", Some("A"), Some(".x"), "x", &["A", ""]),
+            (dot(), "heartbeats", None, None, "heartbeats", &[]),
+            (
+                dot(),
+                "A.heartbeats",
+                Some("A"),
+                Some("heartbeats"),
+                "heartbeats",
+                &["A"],
+            ),
+            // Java String.split drops trailing empty parts: these are not remote.
+            (dot(), "A.", None, None, "A.", &[]),
+            (dot(), "A..", None, None, "A..", &[]),
+            (dot(), ".", None, None, ".", &[]),
+            (dot(), "", None, None, "", &[]),
+            (dot(), "B.A.", Some("B"), Some("A."), "A.", &["B"]),
+            // A leading separator gives an empty source, as in MM2.
+            (dot(), ".x", Some(""), Some("x"), "x", &[""]),
+            (
+                sep("_"),
+                "A_orders",
+                Some("A"),
+                Some("orders"),
+                "orders",
+                &["A"],
+            ),
+            (sep("_"), "A.orders", None, None, "A.orders", &[]),
+            (
+                sep("_"),
+                "B_A_my.topic",
+                Some("B"),
+                Some("A_my.topic"),
+                "my.topic",
+                &["B", "A"],
+            ),
+            (sep("--"), "A--x", Some("A"), Some("x"), "x", &["A"]),
+            (sep("--"), "A-x", None, None, "A-x", &[]),
+            (sep("--"), "A---x", Some("A"), Some("-x"), "-x", &["A"]),
+            (sep("--"), "A----", None, None, "A----", &[]),
+            (sep(""), "A.x", None, None, "A.x", &[]),
+            (
+                ReplicationPolicy::Identity,
+                "orders",
+                None,
+                None,
+                "orders",
+                &[],
+            ),
+            (
+                ReplicationPolicy::Identity,
+                "A.orders",
+                None,
+                None,
+                "A.orders",
+                &[],
+            ),
+            (
+                ReplicationPolicy::Identity,
+                "heartbeats",
+                None,
+                None,
+                "heartbeats",
+                &[],
+            ),
+            (
+                ReplicationPolicy::Identity,
+                "A.heartbeats",
+                Some("A"),
+                Some("heartbeats"),
+                "heartbeats",
+                &["A"],
+            ),
+            (
+                ReplicationPolicy::Identity,
+                "B.A.heartbeats",
+                Some("B"),
+                Some("A.heartbeats"),
+                "heartbeats",
+                &["B", "A"],
+            ),
+            (
+                ReplicationPolicy::Identity,
+                "A.my-heartbeats",
+                Some("A"),
+                Some("my-heartbeats"),
+                "my-heartbeats",
+                &["A"],
+            ),
+        ];
+        for (policy, topic, source, upstream, original, chain) in cases {
+            let ctx = format!("{policy:?} {topic:?}");
+            assert_eq!(policy.topic_source(topic).as_deref(), *source, "{ctx}");
+            assert_eq!(policy.upstream_topic(topic).as_deref(), *upstream, "{ctx}");
+            assert_eq!(policy.original_topic(topic), *original, "{ctx}");
+            assert_eq!(policy.source_chain(topic), *chain, "{ctx}");
+        }
+    }
+
+    #[test]
+    fn cycles() {
+        let cases: &[(ReplicationPolicy, &str, &str, bool)] = &[
+            (dot(), "x", "A", false),
+            (dot(), "A.x", "A", true),
+            (dot(), "A.x", "B", false),
+            (dot(), "B.A.x", "A", true),
+            (dot(), "B.A.x", "B", true),
+            (dot(), "B.A.x", "C", false),
+            (dot(), "cluster_a.global_iot", "cluster_a", true),
+            (dot(), "cluster_b.x", "cluster_b", true),
+            (dot(), "cluster_b.heartbeats", "cluster_b", true),
+            (dot(), "heartbeats", "cluster_b", false),
+            // Prefix of an alias is not that alias.
+            (dot(), "cluster_ab.x", "cluster_a", false),
+            (sep("_"), "cluster_a.x", "cluster", true),
+            (sep("_"), "cluster_a.x", "cluster_a", false),
+            (ReplicationPolicy::Identity, "x", "A", false),
+            (ReplicationPolicy::Identity, "A.x", "A", false),
+            (ReplicationPolicy::Identity, "A.heartbeats", "A", true),
+            (ReplicationPolicy::Identity, "B.A.heartbeats", "A", true),
+            (ReplicationPolicy::Identity, "heartbeats", "A", false),
+        ];
+        for (policy, topic, target, want) in cases {
+            assert_eq!(
+                policy.would_cycle(topic, target),
+                *want,
+                "{policy:?} {topic} -> {target}"
+            );
+            let in_chain = policy.source_chain(topic).iter().any(|s| s == target);
+            assert_eq!(in_chain, *want, "{policy:?} {topic} -> {target}");
+        }
+    }
+
+    #[test]
+    fn hops() {
+        assert_eq!(dot().hops_from("A.heartbeats", "A"), Some(1));
+        assert_eq!(dot().hops_from("B.A.heartbeats", "A"), Some(2));
+        assert_eq!(dot().hops_from("B.A.heartbeats", "B"), Some(1));
+        assert_eq!(dot().hops_from("B.A.heartbeats", "C"), None);
+        assert_eq!(dot().hops_from("heartbeats", "A"), None);
+        assert_eq!(dot().hops_from("A.B.A.x", "A"), Some(1));
+        assert_eq!(
+            ReplicationPolicy::Identity.hops_from("B.A.heartbeats", "A"),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn internal_topics() {
+        let internal = [
+            "__consumer_offsets",
+            "__transaction_state",
+            "__anything",
+            ".hidden",
+            "connect-offsets-internal",
+            "mm2-configs.B.internal",
+            "A.checkpoints.internal",
+            "mm2-offset-syncs.B.internal",
+            "x.internal",
+        ];
+        let not_internal = [
+            "heartbeats",
+            "A.heartbeats",
+            "orders",
+            "A.orders",
+            "_single_underscore",
+            "internal",
+            "x_internal",
+            "internal.x",
+            "x.replica",
+        ];
+        for t in internal {
+            assert!(is_internal_topic(t), "{t}");
+            assert!(dot().is_internal_topic(t), "{t}");
+            assert!(ReplicationPolicy::Identity.is_internal_topic(t), "{t}");
+        }
+        for t in not_internal {
+            assert!(!is_internal_topic(t), "{t}");
+            assert!(!dot().is_internal_topic(t), "{t}");
+        }
+        // A custom separator also makes `<sep>internal` names internal (MM2 isMM2InternalTopic).
+        assert!(sep("_").is_internal_topic("x_internal"));
+        assert!(sep("_").is_internal_topic("A_checkpoints_internal"));
+        assert!(!is_internal_topic("A_checkpoints_internal"));
+    }
+
+    #[test]
+    fn internal_topic_names() {
+        assert_eq!(dot().checkpoints_topic("A"), "A.checkpoints.internal");
+        assert_eq!(dot().offset_syncs_topic("B"), "mm2-offset-syncs.B.internal");
+        assert_eq!(sep("_").checkpoints_topic("A"), "A_checkpoints_internal");
+        assert_eq!(
+            sep("_").offset_syncs_topic("B"),
+            "mm2-offset-syncs_B_internal"
+        );
+        assert_eq!(
+            dot().checkpoints_topic("A"),
+            crate::mm2::checkpoints_topic("A")
+        );
+        assert_eq!(
+            dot().offset_syncs_topic("B"),
+            crate::mm2::offset_syncs_topic("B")
+        );
+        assert!(dot().is_checkpoints_topic("A.checkpoints.internal"));
+        assert!(!dot().is_checkpoints_topic("A.checkpoints"));
+        assert!(sep("_").is_checkpoints_topic("A_checkpoints_internal"));
+        assert!(dot().is_mm2_internal_topic("mm2-offset-syncs.B.internal"));
+        assert!(!dot().is_mm2_internal_topic("connect-internal"));
+        assert_eq!(dot().heartbeats_topic(), "heartbeats");
+    }
+
+    #[test]
+    fn heartbeats_topics() {
+        let yes = [
+            "heartbeats",
+            "A.heartbeats",
+            "B.A.heartbeats",
+            "x.y.z.heartbeats",
+        ];
+        let no = [
+            "heartbeat",
+            "myheartbeats",
+            "A.myheartbeats",
+            "heartbeats.A",
+            "A.heartbeats.x",
+            "heartbeats.",
+        ];
+        for policy in [dot(), ReplicationPolicy::Identity] {
+            for t in yes {
+                assert!(is_heartbeats_topic(&policy, t), "{policy:?} {t}");
+            }
+            for t in no {
+                assert!(!is_heartbeats_topic(&policy, t), "{policy:?} {t}");
+            }
+        }
+        assert!(is_heartbeats_topic(&sep("_"), "B_A_heartbeats"));
+        assert!(!is_heartbeats_topic(&sep("_"), "A.heartbeats"));
+    }
+
+    #[test]
+    fn checkpoint_topics_follow_mm2_renaming() {
+        // Group on A consumes `x`: checkpoint on B names `A.x`.
+        assert_eq!(dot().checkpoint_target_topic("A", "B", "x"), "A.x");
+        // Group on A consumes `B.x` (came from B): checkpoint on B names `x` (failback).
+        assert_eq!(dot().checkpoint_target_topic("A", "B", "B.x"), "x");
+        assert_eq!(dot().checkpoint_target_topic("A", "B", "B.C.x"), "x");
+        assert_eq!(dot().checkpoint_target_topic("A", "B", "C.x"), "A.C.x");
+        assert_eq!(
+            ReplicationPolicy::Identity.checkpoint_target_topic("A", "B", "x"),
+            "x"
+        );
+    }
+
+    /// Separators and aliases for which `<alias><sep>` has its first separator right after the
+    /// alias, so the remote name parses back unambiguously.
+    fn alias_for(sep: &'static str) -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9_.-]{1,12}".prop_filter("first separator must follow the alias", move |a| {
+            format!("{a}{sep}").find(sep) == Some(a.len())
+        })
+    }
+
+    fn separator() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![".", "_", "-", "--", "::", ".."])
+    }
+
+    /// Kafka-legal topic names that are not made only of separators (MM2 would not parse those).
+    fn topic_for(sep: &'static str) -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9._-]{1,40}".prop_filter("not only separators", move |t| {
+            !t.split(sep).all(str::is_empty)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn remote_names_round_trip(
+            (sep_str, alias, topic) in separator()
+                .prop_flat_map(|s| (Just(s), alias_for(s), topic_for(s)))
+        ) {
+            let policy = sep(sep_str);
+            let remote = policy.remote_topic(&alias, &topic);
+            prop_assert_eq!(policy.topic_source(&remote), Some(alias.clone()));
+            prop_assert_eq!(policy.upstream_topic(&remote), Some(topic.clone()));
+            prop_assert!(policy.would_cycle(&remote, &alias));
+            let chain = policy.source_chain(&remote);
+            prop_assert_eq!(chain.first(), Some(&alias));
+        }
+
+        #[test]
+        fn multi_hop_chains_round_trip(
+            aliases in prop::collection::vec("[a-z0-9_-]{1,8}", 1..5),
+            topic in "[a-z0-9_-]{1,20}",
+            other in "[a-z0-9_-]{1,8}",
+        ) {
+            let policy = dot();
+            // Replicate from aliases[last] outwards: the nearest source is aliases[0].
+            let mut name = topic.clone();
+            for alias in aliases.iter().rev() {
+                name = policy.remote_topic(alias, &name);
+            }
+            prop_assert_eq!(policy.source_chain(&name), aliases.clone());
+            prop_assert_eq!(policy.original_topic(&name), topic);
+            for alias in &aliases {
+                prop_assert!(policy.would_cycle(&name, alias));
+            }
+            prop_assert_eq!(policy.would_cycle(&name, &other), aliases.contains(&other));
+        }
+
+        #[test]
+        fn identity_keeps_names_except_heartbeats(alias in "[a-z0-9_-]{1,8}", topic in "[a-z0-9._-]{1,30}") {
+            let policy = ReplicationPolicy::Identity;
+            let remote = policy.remote_topic(&alias, &topic);
+            if topic.ends_with("heartbeats") {
+                prop_assert_eq!(remote, format!("{alias}.{topic}"));
+            } else {
+                prop_assert_eq!(&remote, &topic);
+                prop_assert!(!policy.would_cycle(&remote, &alias));
+            }
+        }
+
+        #[test]
+        fn parsing_never_panics_and_terminates(topic in ".{0,60}", s in ".{0,3}") {
+            let policy = sep(&s);
+            let chain = policy.source_chain(&topic);
+            prop_assert!(chain.len() <= topic.len());
+            let _ = policy.original_topic(&topic);
+            let _ = policy.would_cycle(&topic, "A");
+            let _ = ReplicationPolicy::Identity.source_chain(&topic);
+        }
+    }
+}

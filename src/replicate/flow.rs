@@ -1,0 +1,859 @@
+//! One replication flow (`source -> target`): topic selection and creation, the shared
+//! fetch/produce data path, progress, heartbeats and offset syncs.
+//!
+//! The flow runs as one task. Each round it fetches, with one Fetch request per source broker,
+//! every partition whose queue has room; plans what the batches become; then sends, with one
+//! Produce request per target broker, the next batch of every partition that has one. Progress
+//! only moves past batches the target acknowledged.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::lists::{self, ListKind, Lists};
+use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
+use super::status::{FlowStatus, PartitionStatus};
+use super::store;
+use crate::client::{Cluster, EARLIEST, LATEST};
+use crate::config::{FlowConfig, NamingPolicy};
+use crate::error::{Error, Result};
+use crate::filter::{topic_should_replicate, NameFilter};
+use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
+use crate::mm2;
+use crate::naming::ReplicationPolicy;
+use crate::protocol::error_code;
+use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
+use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
+
+/// Topic configs copied to the remote topic when strait creates it.
+pub const REPLICABLE_CONFIGS: &[&str] = &[
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "max.message.bytes",
+    "compression.type",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
+    "min.cleanable.dirty.ratio",
+    "message.timestamp.type",
+    "message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms",
+    "segment.bytes",
+    "segment.ms",
+];
+
+#[derive(Debug)]
+struct PartState {
+    source_topic: String,
+    target_topic: String,
+    partition: i32,
+    planner: PartitionPlanner,
+    queue: VecDeque<Outgoing>,
+    queued_bytes: usize,
+    /// Acknowledged position: source offset and target log end after it.
+    acked: Progress,
+    /// Last position written to the progress topic.
+    flushed: Option<Progress>,
+    /// target - source of the last offset sync emitted.
+    synced_delta: Option<i64>,
+    records: u64,
+    bytes: u64,
+    source_end: i64,
+    failed: Option<String>,
+}
+
+impl PartState {
+    fn label(&self) -> String {
+        format!("{}/{}", self.source_topic, self.partition)
+    }
+}
+
+/// A running flow.
+pub struct Flow {
+    cfg: FlowConfig,
+    source: Arc<Cluster>,
+    target: Arc<Cluster>,
+    /// Whether the reverse flow (target -> source) is configured; if not, this flow also emits
+    /// the reverse pair's heartbeats into the source, as MirrorMaker 2 does for disabled flows.
+    reverse_configured: bool,
+    replication_factor: i16,
+    policy: ReplicationPolicy,
+    parts: BTreeMap<(String, i32), PartState>,
+    stored_progress: HashMap<String, Progress>,
+    producer: Option<ProducerIdentity>,
+    topic_lists: Lists,
+    reported: HashMap<String, String>,
+    status: watch::Sender<FlowStatus>,
+}
+
+impl Flow {
+    /// A flow between two connected clusters.
+    pub fn new(
+        cfg: FlowConfig,
+        source: Arc<Cluster>,
+        target: Arc<Cluster>,
+        reverse_configured: bool,
+        replication_factor: i16,
+        status: watch::Sender<FlowStatus>,
+    ) -> Flow {
+        let policy = match &cfg.naming {
+            NamingPolicy::Default { separator } => ReplicationPolicy::Default {
+                separator: separator.clone(),
+            },
+            NamingPolicy::Identity => ReplicationPolicy::Identity,
+        };
+        let topic_lists = Lists {
+            include: cfg.topics.clone(),
+            exclude: cfg.topics_exclude.clone(),
+        };
+        Flow {
+            cfg,
+            source,
+            target,
+            reverse_configured,
+            replication_factor,
+            policy,
+            parts: BTreeMap::new(),
+            stored_progress: HashMap::new(),
+            producer: None,
+            topic_lists,
+            reported: HashMap::new(),
+            status,
+        }
+    }
+
+    fn name(&self) -> String {
+        self.cfg.name()
+    }
+
+    /// Logs a problem once per key until it changes.
+    fn report(&mut self, key: &str, msg: String) {
+        if self.reported.get(key) != Some(&msg) {
+            tracing::error!(flow = %self.name(), "{msg}");
+            self.reported.insert(key.to_string(), msg);
+        }
+    }
+
+    /// Runs until `shutdown` turns true, then persists progress and returns.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<()> {
+        let name = self.name();
+        tracing::info!(flow = %name, "starting");
+        // Setup, retried until it works or we are told to stop.
+        loop {
+            match self.setup().await {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::error!(flow = %name, "setup failed, retrying: {e}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                        _ = shutdown.changed() => return Ok(()),
+                    }
+                }
+            }
+        }
+        let mut next_refresh = Instant::now();
+        let mut next_heartbeat = Instant::now();
+        let mut next_flush = Instant::now() + Duration::from_secs(1);
+        let mut next_sync =
+            Instant::now() + self.cfg.offset_sync_interval.min(Duration::from_secs(5));
+        while !*shutdown.borrow() {
+            let now = Instant::now();
+            if now >= next_refresh {
+                tracing::debug!(flow = %name, "refreshing topics");
+                if let Err(e) = self.refresh_topics().await {
+                    tracing::error!(flow = %name, "topic refresh failed: {e}");
+                }
+                next_refresh = now + self.cfg.refresh_topics_interval;
+            }
+            if self.cfg.emit_heartbeats && now >= next_heartbeat {
+                if let Err(e) = self.heartbeat().await {
+                    tracing::warn!(flow = %name, "heartbeat failed: {e}");
+                }
+                next_heartbeat = now + self.cfg.heartbeat_interval;
+            }
+            tracing::trace!(flow = %name, "fetch round");
+            let fetched = match self.fetch_round().await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(flow = %name, "fetch round failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    0
+                }
+            };
+            tracing::trace!(flow = %name, fetched, "produce round");
+            if let Err(e) = self.produce_round().await {
+                tracing::warn!(flow = %name, "produce round failed: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            if Instant::now() >= next_flush {
+                if let Err(e) = self.flush_progress().await {
+                    tracing::warn!(flow = %name, "progress write failed: {e}");
+                }
+                next_flush = Instant::now() + Duration::from_secs(1);
+            }
+            if self.cfg.emit_offset_syncs && Instant::now() >= next_sync {
+                if let Err(e) = self.offset_syncs().await {
+                    tracing::warn!(flow = %name, "offset syncs failed: {e}");
+                }
+                next_sync = Instant::now() + self.cfg.offset_sync_interval;
+            }
+            self.publish_status();
+            if fetched == 0 && self.parts.is_empty() {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+        }
+        // Stop: nothing is in flight between rounds; queued batches are abandoned without
+        // advancing progress, and the acknowledged position is persisted.
+        self.flush_progress().await?;
+        tracing::info!(flow = %name, "stopped");
+        Ok(())
+    }
+
+    async fn setup(&mut self) -> Result<()> {
+        store::ensure_compacted_topic(&self.target, PROGRESS_TOPIC, self.replication_factor)
+            .await?;
+        let src = self.source.name().to_string();
+        let prefix = format!("{src}|");
+        for (k, v) in store::read_latest(&self.target, PROGRESS_TOPIC).await? {
+            let Ok(k) = String::from_utf8(k.to_vec()) else {
+                continue;
+            };
+            if k.starts_with(&prefix) {
+                if let Some(p) = progress::decode(&v) {
+                    self.stored_progress.insert(k, p);
+                }
+            }
+        }
+        let (id, epoch) = self.target.init_producer_id().await?;
+        self.producer = Some(ProducerIdentity { id, epoch });
+        if self.cfg.emit_heartbeats {
+            store::ensure_compacted_topic(
+                &self.target,
+                mm2::HEARTBEATS_TOPIC,
+                self.replication_factor,
+            )
+            .await?;
+            if !self.reverse_configured {
+                store::ensure_compacted_topic(
+                    &self.source,
+                    mm2::HEARTBEATS_TOPIC,
+                    self.replication_factor,
+                )
+                .await?;
+            }
+        }
+        if self.cfg.emit_offset_syncs {
+            let t = mm2::offset_syncs_topic(self.target.name());
+            store::ensure_compacted_topic(&self.target, &t, self.replication_factor).await?;
+        }
+        Ok(())
+    }
+
+    async fn heartbeat(&self) -> Result<()> {
+        let hb = mm2::Heartbeat {
+            source_cluster_alias: self.source.name().to_string(),
+            target_cluster_alias: self.target.name().to_string(),
+            timestamp_ms: store::now_ms(),
+        };
+        store::append(
+            &self.target,
+            mm2::HEARTBEATS_TOPIC,
+            0,
+            &[(
+                Bytes::from(hb.encode_key().map_err(mm2_err)?),
+                Some(Bytes::from(hb.encode_value())),
+            )],
+        )
+        .await?;
+        if !self.reverse_configured {
+            let hb = mm2::Heartbeat {
+                source_cluster_alias: self.target.name().to_string(),
+                target_cluster_alias: self.source.name().to_string(),
+                timestamp_ms: store::now_ms(),
+            };
+            store::append(
+                &self.source,
+                mm2::HEARTBEATS_TOPIC,
+                0,
+                &[(
+                    Bytes::from(hb.encode_key().map_err(mm2_err)?),
+                    Some(Bytes::from(hb.encode_value())),
+                )],
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn refresh_topics(&mut self) -> Result<()> {
+        let (src, dst) = (
+            self.source.name().to_string(),
+            self.target.name().to_string(),
+        );
+        if let Some(l) = lists::read(&self.target, ListKind::Topics, &src, &dst).await? {
+            if l != self.topic_lists {
+                tracing::info!(flow = %self.name(), include = ?l.include, exclude = ?l.exclude, "topic lists changed");
+                self.topic_lists = l;
+            }
+        }
+        let filter = NameFilter::new(&self.topic_lists.include, &self.topic_lists.exclude)
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "bad topic regex in the lists of {}: {e}",
+                    self.name()
+                ))
+            })?;
+        let meta = self.source.metadata(None).await?;
+        let mut wanted: BTreeMap<String, usize> = BTreeMap::new();
+        for t in &meta.topics {
+            if t.error_code != error_code::NONE || t.is_internal {
+                continue;
+            }
+            if topic_should_replicate(&filter, &self.policy, &t.name, &dst).replicate() {
+                wanted.insert(t.name.clone(), t.partitions.len());
+            }
+        }
+        // Stop partitions of topics no longer selected.
+        let dropped: Vec<(String, i32)> = self
+            .parts
+            .keys()
+            .filter(|(t, _)| !wanted.contains_key(t))
+            .cloned()
+            .collect();
+        if !dropped.is_empty() {
+            self.flush_progress().await?;
+            for k in dropped {
+                tracing::info!(flow = %self.name(), topic = %k.0, partition = k.1, "no longer selected; stopped");
+                self.parts.remove(&k);
+            }
+        }
+        for (topic, count) in wanted {
+            if let Err(e) = self.ensure_topic(&topic, count).await {
+                self.report(&format!("topic {topic}"), format!("{e}"));
+            }
+        }
+        // A partition's starting point is durable before anything is written for it, so a
+        // crash at any later moment leaves a progress record to resume from.
+        self.flush_progress().await
+    }
+
+    async fn ensure_topic(&mut self, topic: &str, partitions: usize) -> Result<()> {
+        let remote = self.policy.remote_topic(self.source.name(), topic);
+        let existing = self.target.topic(&remote).await?;
+        let remote_partitions = match existing {
+            Some(t) => t.partitions.len(),
+            None => {
+                let configs: Vec<(String, String)> = match self
+                    .source
+                    .describe_topic_configs(topic)
+                    .await
+                {
+                    Ok(c) => c
+                        .into_iter()
+                        .filter(|(k, v)| v.is_some() && REPLICABLE_CONFIGS.contains(&k.as_str()))
+                        .map(|(k, v)| (k, v.unwrap_or_default()))
+                        .collect(),
+                    Err(e) => {
+                        tracing::warn!(flow = %self.name(), %topic, "cannot read topic configs, creating with defaults: {e}");
+                        Vec::new()
+                    }
+                };
+                let created = self
+                    .target
+                    .create_topic(
+                        &remote,
+                        partitions as i32,
+                        self.replication_factor,
+                        &configs,
+                    )
+                    .await
+                    .map_err(|e| e.topic(&remote))?;
+                if created {
+                    tracing::info!(flow = %self.name(), %topic, %remote, partitions, "created remote topic");
+                }
+                partitions
+            }
+        };
+        if remote_partitions < partitions {
+            self.report(
+                &format!("partitions {topic}"),
+                format!(
+                    "cluster {}, topic {remote}: has {remote_partitions} partitions but source topic {topic} on cluster {} has {partitions}; partitions {remote_partitions}..{partitions} are not replicated until the remote topic has them",
+                    self.target.name(),
+                    self.source.name()
+                ),
+            );
+        }
+        for p in 0..partitions.min(remote_partitions) as i32 {
+            if self.parts.contains_key(&(topic.to_string(), p)) {
+                continue;
+            }
+            match self.resume_partition(topic, &remote, p).await {
+                Ok(state) => {
+                    tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.acked.target_next, "replicating partition");
+                    self.parts.insert((topic.to_string(), p), state);
+                }
+                Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Works out where a partition resumes, from the stored progress and the target itself.
+    async fn resume_partition(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+    ) -> Result<PartState> {
+        let key = progress::key(self.source.name(), topic, partition);
+        let stored = self.stored_progress.get(&key).copied();
+        let target_end = self
+            .target
+            .list_offsets(remote, &[partition], LATEST)
+            .await?[0]
+            .1;
+        let ctx = |e: Error| e.cluster(self.target.name()).partition(remote, partition);
+        let (source_next, target_next) = match progress::decide(stored, target_end) {
+            Resume::Fresh => {
+                let start = self
+                    .source
+                    .list_offsets(topic, &[partition], EARLIEST)
+                    .await?[0]
+                    .1;
+                (start, 0)
+            }
+            Resume::At { source, target } => (source, target),
+            Resume::Walk { source, extra, .. } => {
+                let s = self
+                    .walk(topic, partition, source, extra)
+                    .await
+                    .map_err(ctx)?;
+                tracing::info!(flow = %self.name(), %topic, partition, from = source, to = s, landed = extra, "found records that landed after the last progress record");
+                (s, target_end)
+            }
+            Resume::Conflict(why) => {
+                return Err(ctx(Error::invalid(format!(
+                    "refusing to replicate into it: {why}"
+                ))));
+            }
+        };
+        let acked = Progress {
+            source_next,
+            target_next,
+        };
+        Ok(PartState {
+            source_topic: topic.to_string(),
+            target_topic: remote.to_string(),
+            partition,
+            planner: PartitionPlanner::new(source_next, self.producer, 0),
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            acked,
+            flushed: stored.filter(|s| *s == acked),
+            synced_delta: None,
+            records: 0,
+            bytes: 0,
+            source_end: source_next,
+            failed: None,
+        })
+    }
+
+    /// Plans the source from `from` (without producing) until `extra` records are accounted
+    /// for, and returns the source offset after them.
+    async fn walk(&self, topic: &str, partition: i32, from: i64, extra: i64) -> Result<i64> {
+        let mut planner = PartitionPlanner::new(from, None, 0);
+        let mut left = extra;
+        while left > 0 {
+            let p = self
+                .fetch_one(topic, partition, planner.next_offset())
+                .await?;
+            let before = planner.next_offset();
+            let plan = planner
+                .plan(&p)
+                .map_err(|e| Error::from(e).partition(topic, partition).offset(before))?;
+            for out in &plan.outgoing {
+                left -= out.source.count();
+                if left == 0 {
+                    return Ok(out.source_next);
+                }
+                if left < 0 {
+                    return Err(Error::invalid(format!(
+                        "the target's extra records end inside the batch for source offsets {before}..{}; it was not written by this flow",
+                        out.source_next
+                    )));
+                }
+            }
+            if plan.next_offset == before {
+                return Err(Error::invalid(format!(
+                    "the target holds {left} more records than the source has after offset {before}"
+                )));
+            }
+        }
+        Ok(planner.next_offset())
+    }
+
+    async fn fetch_one(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Result<FetchedPartition> {
+        let (leader, epoch) = self.source.leader(topic, partition).await?;
+        let spec = FetchPartitionSpec {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            current_leader_epoch: epoch,
+            max_bytes: self.cfg.fetch_max_bytes,
+        };
+        let limits = FetchLimits {
+            max_wait_ms: 0,
+            max_bytes: self.cfg.fetch_max_bytes,
+            ..FetchLimits::default()
+        };
+        let resp = self.source.fetch(leader, &[spec], &limits).await?;
+        let p = resp
+            .partitions
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::invalid("empty fetch response"))?;
+        if p.error_code != error_code::NONE {
+            return Err(Error::broker(p.error_code, None)
+                .cluster(self.source.name())
+                .partition(topic, partition)
+                .offset(offset));
+        }
+        Ok(p)
+    }
+
+    fn per_partition_cap(&self) -> usize {
+        (self.cfg.buffer_bytes / self.parts.len().max(1)).max(1 << 20)
+    }
+
+    /// One Fetch request per source leader for partitions with room; returns batches planned.
+    async fn fetch_round(&mut self) -> Result<usize> {
+        let cap = self.per_partition_cap();
+        let total: usize = self.parts.values().map(|p| p.queued_bytes).sum();
+        if total >= self.cfg.buffer_bytes {
+            return Ok(0); // backpressure: the target is slower
+        }
+        let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
+        let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
+        let keys: Vec<(String, i32)> = self.parts.keys().cloned().collect();
+        for k in &keys {
+            let Some(st) = self.parts.get(k) else {
+                continue;
+            };
+            if st.failed.is_some() || st.queued_bytes >= cap {
+                continue;
+            }
+            let (leader, epoch) = match self.source.leader(&k.0, k.1).await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), topic = %k.0, partition = k.1, "no source leader: {e}");
+                    continue;
+                }
+            };
+            by_leader
+                .entry(leader)
+                .or_default()
+                .push(FetchPartitionSpec {
+                    topic: k.0.clone(),
+                    partition: k.1,
+                    offset: st.planner.next_offset(),
+                    current_leader_epoch: epoch,
+                    max_bytes,
+                });
+        }
+        let idle = self.parts.values().all(|p| p.queue.is_empty());
+        let limits = FetchLimits {
+            max_wait_ms: if idle {
+                self.cfg.fetch_max_wait.as_millis() as i32
+            } else {
+                0
+            },
+            min_bytes: 1,
+            max_bytes: self.cfg.fetch_max_bytes,
+            isolation_level: crate::protocol::fetch::READ_COMMITTED,
+        };
+        let mut planned = 0;
+        for (leader, specs) in by_leader {
+            let resp = self.source.fetch(leader, &specs, &limits).await?;
+            for p in resp.partitions {
+                let key = (p.topic.clone(), p.partition);
+                let name = self.name();
+                let src_name = self.source.name().to_string();
+                let Some(st) = self.parts.get_mut(&key) else {
+                    continue;
+                };
+                st.source_end = p.high_watermark;
+                match p.error_code {
+                    error_code::NONE => {}
+                    error_code::OFFSET_OUT_OF_RANGE => {
+                        let start =
+                            self.source.list_offsets(&key.0, &[key.1], EARLIEST).await?[0].1;
+                        let at = st.planner.next_offset();
+                        if start > at {
+                            tracing::error!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
+                            st.planner = PartitionPlanner::new(
+                                start,
+                                self.producer,
+                                st.planner.next_sequence(),
+                            );
+                        } else {
+                            tracing::warn!(flow = %name, topic = %key.0, partition = key.1, "offset {at} out of range (log start {start})");
+                        }
+                        continue;
+                    }
+                    code => {
+                        if error_code::needs_metadata_refresh(code) {
+                            self.source.invalidate(&key.0);
+                        }
+                        tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: fetch error {}", key.0, key.1, st.planner.next_offset(), error_code::name(code));
+                        continue;
+                    }
+                }
+                let at = st.planner.next_offset();
+                match st.planner.plan(&p) {
+                    Ok(plan) => {
+                        for out in plan.outgoing {
+                            st.queued_bytes += out.batch.len();
+                            st.queue.push_back(out);
+                            planned += 1;
+                        }
+                        if st.queue.is_empty() && plan.next_offset > st.acked.source_next {
+                            // Only dropped offsets (control batches, aborted data): nothing to
+                            // wait for on the target.
+                            st.acked.source_next = plan.next_offset;
+                        }
+                    }
+                    Err(e) => {
+                        let msg = format!("cluster {src_name}, topic {}, partition {}, offset {at}: {e}; partition stopped", key.0, key.1);
+                        tracing::error!(flow = %name, "{msg}");
+                        st.failed = Some(msg);
+                    }
+                }
+            }
+        }
+        Ok(planned)
+    }
+
+    /// One Produce request per target leader with the head batch of every partition.
+    async fn produce_round(&mut self) -> Result<usize> {
+        let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
+        let keys: Vec<(String, i32)> = self
+            .parts
+            .iter()
+            .filter(|(_, s)| !s.queue.is_empty() && s.failed.is_none())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            let remote = self.parts[&k].target_topic.clone();
+            match self.target.leader(&remote, k.1).await {
+                Ok((leader, _)) => by_leader.entry(leader).or_default().push(k),
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), topic = %remote, partition = k.1, "no target leader: {e}")
+                }
+            }
+        }
+        let mut acked = 0;
+        for (leader, keys) in by_leader {
+            let mut topics: Vec<ProduceTopic> = Vec::new();
+            for k in &keys {
+                let st = &self.parts[k];
+                let Some(head) = st.queue.front() else {
+                    continue;
+                };
+                let part = ProducePartition {
+                    partition: k.1,
+                    batch: head.batch.clone(),
+                };
+                match topics.iter_mut().find(|t| t.name == st.target_topic) {
+                    Some(t) => t.partitions.push(part),
+                    None => topics.push(ProduceTopic {
+                        name: st.target_topic.clone(),
+                        partitions: vec![part],
+                    }),
+                }
+            }
+            let settings = ProduceSettings {
+                transactional_id: None,
+                acks: -1,
+                timeout_ms: 30_000,
+            };
+            let resp = self.target.produce(leader, &settings, &topics).await?;
+            for r in resp {
+                let Some(k) = keys
+                    .iter()
+                    .find(|k| self.parts[*k].target_topic == r.topic && k.1 == r.partition)
+                    .cloned()
+                else {
+                    continue;
+                };
+                let name = self.name();
+                let tgt = self.target.name().to_string();
+                let Some(st) = self.parts.get_mut(&k) else {
+                    continue;
+                };
+                match r.error_code {
+                    error_code::NONE | error_code::DUPLICATE_SEQUENCE_NUMBER => {
+                        let Some(out) = st.queue.pop_front() else {
+                            continue;
+                        };
+                        st.queued_bytes -= out.batch.len();
+                        let n = out.source.count();
+                        let base = if r.error_code == error_code::NONE {
+                            r.base_offset
+                        } else {
+                            st.acked.target_next
+                        };
+                        st.acked = Progress {
+                            source_next: out.source_next,
+                            target_next: base + n,
+                        };
+                        st.records += n as u64;
+                        st.bytes += out.batch.len() as u64;
+                        acked += 1;
+                    }
+                    code if error_code::is_retriable(code) => {
+                        if error_code::needs_metadata_refresh(code) {
+                            self.target.invalidate(&r.topic);
+                        }
+                        tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: produce error {}, retrying", r.topic, r.partition, error_code::name(code));
+                    }
+                    code => {
+                        let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
+                        let msg = format!(
+                            "cluster {tgt}, topic {}, partition {}, source offset {offset}: broker refused the batch: {}{}; partition stopped",
+                            r.topic,
+                            r.partition,
+                            error_code::name(code),
+                            r.error_message.map(|m| format!(" ({m})")).unwrap_or_default()
+                        );
+                        tracing::error!(flow = %name, "{msg}");
+                        st.failed = Some(msg);
+                    }
+                }
+            }
+        }
+        Ok(acked)
+    }
+
+    /// Writes progress records for partitions that moved.
+    pub async fn flush_progress(&mut self) -> Result<()> {
+        let src = self.source.name().to_string();
+        let mut records = Vec::new();
+        for st in self.parts.values() {
+            if st.flushed != Some(st.acked) {
+                let key = progress::key(&src, &st.source_topic, st.partition);
+                records.push((
+                    Bytes::from(key),
+                    Some(Bytes::from(progress::encode(&st.acked))),
+                ));
+            }
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        store::append(&self.target, PROGRESS_TOPIC, 0, &records).await?;
+        for st in self.parts.values_mut() {
+            st.flushed = Some(st.acked);
+            let key = progress::key(&src, &st.source_topic, st.partition);
+            self.stored_progress.insert(key, st.acked);
+        }
+        Ok(())
+    }
+
+    /// MM2-format offset syncs for partitions whose source-to-target delta changed.
+    async fn offset_syncs(&mut self) -> Result<()> {
+        let mut records = Vec::new();
+        let mut changed = Vec::new();
+        for (k, st) in &self.parts {
+            if st.records == 0 && st.synced_delta.is_some() {
+                continue;
+            }
+            let delta = st.acked.target_next - st.acked.source_next;
+            if st.synced_delta != Some(delta) && st.acked.target_next > 0 {
+                let sync = mm2::OffsetSync {
+                    topic: st.source_topic.clone(),
+                    partition: st.partition,
+                    upstream_offset: st.acked.source_next,
+                    downstream_offset: st.acked.target_next,
+                };
+                match sync.encode_key() {
+                    Ok(k) => records.push((Bytes::from(k), Some(Bytes::from(sync.encode_value())))),
+                    Err(e) => {
+                        tracing::warn!(topic = %st.source_topic, "cannot encode offset sync: {e}")
+                    }
+                }
+                changed.push((k.clone(), delta));
+            }
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        store::append(
+            &self.target,
+            &mm2::offset_syncs_topic(self.target.name()),
+            0,
+            &records,
+        )
+        .await?;
+        for (k, d) in changed {
+            if let Some(st) = self.parts.get_mut(&k) {
+                st.synced_delta = Some(d);
+            }
+        }
+        Ok(())
+    }
+
+    fn publish_status(&self) {
+        let parts = self
+            .parts
+            .values()
+            .map(|st| PartitionStatus {
+                source_topic: st.source_topic.clone(),
+                target_topic: st.target_topic.clone(),
+                partition: st.partition,
+                source_next: st.acked.source_next,
+                target_next: st.acked.target_next,
+                source_end: st.source_end,
+                records: st.records,
+                bytes: st.bytes,
+                failed: st.failed.clone(),
+            })
+            .collect();
+        self.status.send_replace(FlowStatus {
+            name: self.name(),
+            partitions: parts,
+        });
+    }
+
+    /// Labels of partitions that stopped on an error, with the reason.
+    pub fn failures(&self) -> Vec<(String, String)> {
+        self.parts
+            .values()
+            .filter_map(|p| p.failed.clone().map(|f| (p.label(), f)))
+            .collect()
+    }
+}
+
+fn mm2_err(e: mm2::Mm2FormatError) -> Error {
+    Error::invalid(format!("MirrorMaker 2 record: {e}"))
+}
+
+fn first_source_offset(out: &Outgoing) -> i64 {
+    match &out.source {
+        SourceOffsets::Contiguous { first, .. } => *first,
+        SourceOffsets::Listed(v) => v.first().copied().unwrap_or(-1),
+    }
+}

@@ -1,0 +1,132 @@
+//! Replication flows: `strait run`'s engine.
+//!
+//! - [`flow`]: one `source -> target` flow (topic selection, data path, progress, heartbeats).
+//! - [`progress`]: the stored position of each partition and exactly-once resume (sans-io).
+//! - [`lists`]: allow/deny lists changed at runtime, stored in the target cluster.
+//! - [`store`]: small compacted internal topics used as durable stores.
+//! - [`status`]: what flows report.
+
+pub mod flow;
+pub mod lists;
+pub mod progress;
+pub mod status;
+pub mod store;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::client::{Cluster, ClusterConfig, ConnectionConfig};
+use crate::config::{ClusterSettings, Config};
+use crate::error::{Error, Result};
+use status::FlowStatus;
+
+/// Client settings for a configured cluster.
+pub fn cluster_config(c: &ClusterSettings) -> ClusterConfig {
+    let mut cfg = ClusterConfig::new(&c.alias, &c.bootstrap_servers.join(","));
+    cfg.connection = ConnectionConfig {
+        client_id: c.client_id.clone(),
+        connect_timeout: c.connect_timeout,
+        request_timeout: c.request_timeout,
+        ..ConnectionConfig::default()
+    };
+    cfg
+}
+
+/// Connects to a configured cluster by alias, retrying until it answers or `shutdown` fires.
+pub async fn connect(
+    config: &Config,
+    alias: &str,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<Option<Arc<Cluster>>> {
+    let settings = config.clusters.get(alias).ok_or_else(|| {
+        Error::invalid(format!(
+            "{}: unknown cluster alias {alias:?} (known: {})",
+            config.origin,
+            config
+                .clusters
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        match Cluster::connect(cluster_config(settings)).await {
+            Ok(c) => return Ok(Some(Arc::new(c))),
+            Err(e) => {
+                tracing::error!(cluster = %alias, "cannot reach the cluster, retrying in {backoff:?}: {e}");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return Ok(None),
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
+/// Runs every enabled flow of `config` until `shutdown` turns true. Status of each flow is
+/// published on the returned receivers as it runs.
+pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut statuses: BTreeMap<String, watch::Receiver<FlowStatus>> = BTreeMap::new();
+    let flows: Vec<_> = config.flows.iter().filter(|f| f.enabled).cloned().collect();
+    if flows.is_empty() {
+        return Err(Error::invalid(format!(
+            "{}: no enabled flow",
+            config.origin
+        )));
+    }
+    let config = Arc::new(config);
+    for flow in flows {
+        let reverse = config
+            .flows
+            .iter()
+            .any(|f| f.enabled && f.source == flow.target && f.target == flow.source);
+        let (tx, rx) = watch::channel(FlowStatus {
+            name: flow.name(),
+            partitions: Vec::new(),
+        });
+        statuses.insert(flow.name(), rx);
+        let mut shutdown = shutdown.clone();
+        let config = config.clone();
+        tasks.spawn(async move {
+            let Some(source) = connect(&config, &flow.source, &mut shutdown).await? else {
+                return Ok(());
+            };
+            let Some(target) = connect(&config, &flow.target, &mut shutdown).await? else {
+                return Ok(());
+            };
+            let rf = config
+                .clusters
+                .get(&flow.target)
+                .map(|c| c.replication_factor)
+                .unwrap_or(-1);
+            flow::Flow::new(flow, source, target, reverse, rf, tx)
+                .run(shutdown)
+                .await
+        });
+    }
+    let mut first_error = None;
+    while let Some(r) = tasks.join_next().await {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::error!("flow ended with an error: {e}");
+                first_error.get_or_insert(e);
+            }
+            Err(e) => {
+                first_error.get_or_insert(Error::invalid(format!("flow task failed: {e}")));
+            }
+        }
+    }
+    drop(statuses);
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

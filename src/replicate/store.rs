@@ -1,0 +1,182 @@
+//! Small internal topics on a cluster, used as durable key/value stores: progress, runtime
+//! allow/deny lists, heartbeats, offset syncs. Written with acks=all, read back whole (they are
+//! compacted and small), latest value per key.
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+
+use crate::client::{Cluster, EARLIEST, LATEST};
+use crate::error::{Error, Result};
+use crate::protocol::error_code;
+use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec};
+use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
+use crate::records::record::{decode_records, encode_batch, BatchHeaderFields, Record};
+use crate::records::{split, Compression, Entry, HeaderRewrite, RecordBatch};
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Creates a one-partition compacted topic if it does not exist.
+pub async fn ensure_compacted_topic(
+    cluster: &Cluster,
+    topic: &str,
+    replication_factor: i16,
+) -> Result<()> {
+    if cluster.topic(topic).await?.is_some() {
+        return Ok(());
+    }
+    cluster
+        .create_topic(
+            topic,
+            1,
+            replication_factor,
+            &[("cleanup.policy".to_string(), "compact".to_string())],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Appends `records` (key, value, timestamp) to partition `partition` of `topic` in one batch.
+pub async fn append(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    records: &[(Bytes, Option<Bytes>)],
+) -> Result<i64> {
+    if records.is_empty() {
+        return Ok(-1);
+    }
+    let now = now_ms();
+    let recs: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| Record {
+            attributes: 0,
+            timestamp_delta: 0,
+            offset_delta: i as i32,
+            key: Some(k.clone()),
+            value: v.clone(),
+            headers: Vec::new(),
+        })
+        .collect();
+    let fields = BatchHeaderFields {
+        base_timestamp: now,
+        ..BatchHeaderFields::default()
+    };
+    let batch = RecordBatch::new(encode_batch(&fields, Compression::None, &recs)?)?
+        .rewrite(&HeaderRewrite::default());
+    let batch = &batch;
+    cluster
+        .retry("append", || async move {
+            let (leader, _) = cluster.leader(topic, partition).await?;
+            let topics = [ProduceTopic {
+                name: topic.to_string(),
+                partitions: vec![ProducePartition {
+                    partition,
+                    batch: batch.clone(),
+                }],
+            }];
+            let settings = ProduceSettings {
+                transactional_id: None,
+                acks: -1,
+                timeout_ms: 30_000,
+            };
+            let resp = cluster.produce(leader, &settings, &topics).await?;
+            let p = resp
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::invalid("empty produce response"))?;
+            if p.error_code != error_code::NONE {
+                if error_code::needs_metadata_refresh(p.error_code) {
+                    cluster.invalidate(topic);
+                }
+                return Err(
+                    Error::broker(p.error_code, p.error_message).partition(topic, partition)
+                );
+            }
+            Ok(p.base_offset)
+        })
+        .await
+}
+
+/// Every record of one partition, in offset order, as (offset, timestamp, key, value).
+pub async fn read_all(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+) -> Result<Vec<(i64, i64, Option<Bytes>, Option<Bytes>)>> {
+    let start = cluster.list_offsets(topic, &[partition], EARLIEST).await?[0].1;
+    let end = cluster.list_offsets(topic, &[partition], LATEST).await?[0].1;
+    let mut out = Vec::new();
+    let mut offset = start;
+    while offset < end {
+        let (leader, epoch) = cluster.leader(topic, partition).await?;
+        let spec = FetchPartitionSpec {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            current_leader_epoch: epoch,
+            max_bytes: 4 << 20,
+        };
+        let limits = FetchLimits {
+            max_wait_ms: 0,
+            ..FetchLimits::default()
+        };
+        let resp = cluster.fetch(leader, &[spec], &limits).await?;
+        let Some(p) = resp.partitions.into_iter().next() else {
+            break;
+        };
+        if p.error_code != error_code::NONE {
+            return Err(Error::broker(p.error_code, None)
+                .cluster(cluster.name())
+                .partition(topic, partition)
+                .offset(offset));
+        }
+        let before = offset;
+        for entry in split(p.records) {
+            let Entry::V2(b) = entry? else { continue };
+            if b.is_control() {
+                offset = offset.max(b.next_offset());
+                continue;
+            }
+            for r in decode_records(&b, 64 << 20)? {
+                let o = r.offset(b.base_offset());
+                if o >= offset {
+                    out.push((o, r.timestamp(b.base_timestamp()), r.key, r.value));
+                }
+            }
+            offset = offset.max(b.next_offset());
+        }
+        if offset == before {
+            break; // nothing more readable now
+        }
+    }
+    Ok(out)
+}
+
+/// The latest value per key of a one-partition compacted topic (tombstones remove the key).
+pub async fn read_latest(cluster: &Cluster, topic: &str) -> Result<HashMap<Bytes, Bytes>> {
+    let mut map = HashMap::new();
+    if cluster.topic(topic).await?.is_none() {
+        return Ok(map);
+    }
+    for (_, _, k, v) in read_all(cluster, topic, 0).await? {
+        let Some(k) = k else { continue };
+        match v {
+            Some(v) => {
+                map.insert(k, v);
+            }
+            None => {
+                map.remove(&k);
+            }
+        }
+    }
+    Ok(map)
+}

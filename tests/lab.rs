@@ -1,0 +1,419 @@
+//! Issue 3 acceptance: the Streams Replication Manager lab played with `strait run`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::ClientConfig;
+use support::{consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestRecord};
+
+/// A `strait run` child process.
+struct Strait {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Strait {
+    fn start(config: &Path, log: &Path) -> Strait {
+        let file = std::fs::File::create(log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(["--log", "info,strait=debug", "run", "--config"])
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start strait run");
+        Strait {
+            child,
+            log: log.to_path_buf(),
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(ok.success());
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    fn stop(mut self) -> String {
+        self.signal("-TERM");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                assert!(
+                    status.success(),
+                    "strait run exited with {status}:\n{}",
+                    self.log()
+                );
+                return self.log();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "strait run did not stop on SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// kill -9.
+    fn kill9(mut self) -> String {
+        self.signal("-KILL");
+        let _ = self.child.wait();
+        self.log()
+    }
+}
+
+impl Drop for Strait {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn topics(bootstrap: &str) -> Vec<(String, usize)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("consumer");
+    let md = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("metadata");
+    md.topics()
+        .iter()
+        .map(|t| (t.name().to_string(), t.partitions().len()))
+        .collect()
+}
+
+fn wait_until(
+    what: &str,
+    timeout: Duration,
+    strait: Option<&Strait>,
+    mut cond: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        if Instant::now() > deadline {
+            panic!(
+                "timed out waiting for {what}\n{}",
+                strait.map(Strait::log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn high_watermarks(bootstrap: &str, topic: &str) -> Vec<i64> {
+    support::data::watermarks(bootstrap, topic)
+        .iter()
+        .map(|w| w.1)
+        .collect()
+}
+
+fn readings(prefix: &str, from: usize, n: usize, partitions: i32) -> Vec<TestRecord> {
+    (from..from + n)
+        .map(|i| TestRecord {
+            key: Some(format!("sensor-{}", i % 17).into_bytes()),
+            value: Some(format!("{prefix} reading {i} temperature {}", 20 + i % 9).into_bytes()),
+            headers: vec![("seq".to_string(), Some(i.to_string().into_bytes()))],
+            partition: Some((i % partitions as usize) as i32),
+            timestamp: Some(1_700_000_000_000 + i as i64),
+        })
+        .collect()
+}
+
+/// Same records, same order, in every partition.
+fn assert_same_records(a: &str, ta: &str, b: &str, tb: &str, n: usize) {
+    let x = consume_all(a, ta, n, Duration::from_secs(60));
+    let y = consume_all(b, tb, n, Duration::from_secs(60));
+    assert_eq!(x.len(), n, "{ta} on source");
+    assert_eq!(y.len(), n, "{tb} on target: every record exactly once");
+    for (r, s) in x.iter().zip(&y) {
+        assert_eq!((r.partition, r.offset), (s.partition, s.offset));
+        assert_eq!(
+            (&r.key, &r.value, &r.headers, r.timestamp),
+            (&s.key, &s.value, &s.headers, s.timestamp)
+        );
+    }
+}
+
+fn lab_toml(a: &str, b: &str) -> String {
+    format!(
+        r#"
+[clusters.cluster_a]
+bootstrap_servers = ["{a}"]
+[clusters.cluster_b]
+bootstrap_servers = ["{b}"]
+
+[defaults]
+refresh_topics_interval_secs = 1
+heartbeat_interval_secs = 1
+
+[[flows]]
+source = "cluster_a"
+target = "cluster_b"
+topics = ["global_iot"]
+groups = [".*"]
+
+[[flows]]
+source = "cluster_b"
+target = "cluster_a"
+topics = ["cluster_a\\.global_iot"]
+groups = [".*"]
+"#
+    )
+}
+
+fn lab_mm2(a: &str, b: &str) -> String {
+    format!(
+        "clusters = cluster_a, cluster_b\n\
+         cluster_a.bootstrap.servers = {a}\n\
+         cluster_b.bootstrap.servers = {b}\n\
+         cluster_a->cluster_b.enabled = true\n\
+         cluster_a->cluster_b.topics = global_iot\n\
+         cluster_a->cluster_b.groups = .*\n\
+         cluster_b->cluster_a.enabled = true\n\
+         cluster_b->cluster_a.topics = cluster_a\\\\.global_iot\n\
+         cluster_b->cluster_a.groups = .*\n\
+         refresh.topics.interval.seconds = 1\n\
+         emit.heartbeats.interval.seconds = 1\n\
+         replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n"
+    )
+}
+
+fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) {
+    let (a, proxy_a) = Broker::start_behind_proxy("cluster_a");
+    let (b, proxy_b) = Broker::start_behind_proxy("cluster_b");
+    let dir = std::env::temp_dir().join(topic_name("lab"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join(file_name);
+    std::fs::write(&config, config_text(&a.bootstrap(), &b.bootstrap())).expect("config");
+
+    create_topic(&a.bootstrap(), "global_iot", 5);
+    produce_records(
+        &a.bootstrap(),
+        "global_iot",
+        &readings("a", 0, 5_000, 5),
+        Codec::Lz4,
+    );
+
+    let strait = Strait::start(&config, &dir.join("strait.log"));
+    // Producers keep writing while strait replicates.
+    let producer = {
+        let boot = a.bootstrap();
+        std::thread::spawn(move || {
+            for round in 0..10 {
+                produce_records(
+                    &boot,
+                    "global_iot",
+                    &readings("a", 5_000 + round * 1_000, 1_000, 5),
+                    Codec::Zstd,
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    wait_until(
+        "cluster_a.global_iot on cluster_b",
+        Duration::from_secs(60),
+        Some(&strait),
+        || topics(&b.bootstrap()).contains(&("cluster_a.global_iot".to_string(), 5)),
+    );
+
+    // A second topic, added to the allow list while strait runs.
+    create_topic(&a.bootstrap(), "second_topic", 2);
+    produce_records(
+        &a.bootstrap(),
+        "second_topic",
+        &readings("s", 0, 500, 2),
+        Codec::Snappy,
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["topics", "--config"])
+        .arg(&config)
+        .args([
+            "--source",
+            "cluster_a",
+            "--target",
+            "cluster_b",
+            "--add",
+            "second_topic",
+            "--list",
+        ])
+        .output()
+        .expect("strait topics");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "strait topics failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("second_topic") && text.contains("global_iot"),
+        "{text}"
+    );
+    producer.join().expect("producer");
+
+    let a_ends = high_watermarks(&a.bootstrap(), "global_iot");
+    wait_until(
+        "every global_iot record on cluster_b",
+        Duration::from_secs(60),
+        Some(&strait),
+        || {
+            topics(&b.bootstrap())
+                .iter()
+                .any(|t| t.0 == "cluster_a.global_iot")
+                && high_watermarks(&b.bootstrap(), "cluster_a.global_iot") == a_ends
+        },
+    );
+    wait_until(
+        "second_topic replicated without restart",
+        Duration::from_secs(60),
+        Some(&strait),
+        || {
+            topics(&b.bootstrap())
+                .iter()
+                .any(|t| t.0 == "cluster_a.second_topic")
+                && high_watermarks(&b.bootstrap(), "cluster_a.second_topic")
+                    == high_watermarks(&a.bootstrap(), "second_topic")
+        },
+    );
+    wait_until(
+        "heartbeats on both clusters",
+        Duration::from_secs(30),
+        Some(&strait),
+        || {
+            let (ta, tb) = (topics(&a.bootstrap()), topics(&b.bootstrap()));
+            let has = |ts: &[(String, usize)], n: &str| ts.iter().any(|t| t.0 == n);
+            has(&ta, "heartbeats")
+                && has(&tb, "heartbeats")
+                && has(&tb, "cluster_a.heartbeats")
+                && has(&ta, "cluster_b.heartbeats")
+                && high_watermarks(&b.bootstrap(), "cluster_a.heartbeats")
+                    .iter()
+                    .sum::<i64>()
+                    > 0
+        },
+    );
+    let log = strait.stop();
+
+    let total: i64 = a_ends.iter().sum();
+    assert_same_records(
+        &a.bootstrap(),
+        "global_iot",
+        &b.bootstrap(),
+        "cluster_a.global_iot",
+        total as usize,
+    );
+    assert_same_records(
+        &a.bootstrap(),
+        "second_topic",
+        &b.bootstrap(),
+        "cluster_a.second_topic",
+        500,
+    );
+    // Active-active without loops.
+    let names: Vec<String> = topics(&a.bootstrap()).into_iter().map(|t| t.0).collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("cluster_b.cluster_a.")),
+        "a loop: {names:?}\n{log}"
+    );
+    assert!(proxy_a.produce_batches() > 0 && proxy_b.produce_batches() > 0);
+    proxy_a.assert_clean();
+    proxy_b.assert_clean();
+}
+
+#[test]
+fn srm_lab_with_strait_toml() {
+    play_lab(lab_toml, "lab.toml");
+}
+
+#[test]
+fn srm_lab_with_mm2_properties() {
+    play_lab(lab_mm2, "mm2.properties");
+}
+
+#[test]
+fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
+    let a = Broker::start("cluster_a");
+    let (b, proxy_b) = Broker::start_behind_proxy("cluster_b");
+    let dir = std::env::temp_dir().join(topic_name("kill9"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("flow.toml");
+    let topic = "backlog";
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{topic}\"]\nrefresh_topics_interval_secs = 1\n",
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+    )
+    .expect("config");
+    create_topic(&a.bootstrap(), topic, 4);
+    let n = 200_000;
+    let mut opts = support::data::ProduceOptions {
+        codec: Codec::Lz4,
+        ..Default::default()
+    };
+    opts.batch_size = 16 * 1024; // many batches, so the kill lands in the middle
+    support::data::produce_records_with(&a.bootstrap(), topic, &readings("k", 0, n, 4), &opts);
+    // Slow the target down so the kill falls inside the backlog, with produce responses in flight.
+    proxy_b.update_faults(|f| f.response_delay = Some(Duration::from_millis(30)));
+
+    let strait = Strait::start(&config, &dir.join("run1.log"));
+    wait_until(
+        "part of the backlog on b",
+        Duration::from_secs(60),
+        Some(&strait),
+        || {
+            topics(&b.bootstrap()).iter().any(|t| t.0 == "a.backlog")
+                && high_watermarks(&b.bootstrap(), "a.backlog")
+                    .iter()
+                    .sum::<i64>()
+                    > (n as i64) / 5
+        },
+    );
+    let first = strait.kill9();
+    let landed: i64 = high_watermarks(&b.bootstrap(), "a.backlog").iter().sum();
+    assert!(
+        landed < n as i64,
+        "the kill came too late to test anything ({landed} landed)\n{first}"
+    );
+
+    proxy_b.update_faults(|f| f.response_delay = None);
+    let strait = Strait::start(&config, &dir.join("run2.log"));
+    let a_ends = high_watermarks(&a.bootstrap(), topic);
+    wait_until(
+        "the whole backlog on b",
+        Duration::from_secs(120),
+        Some(&strait),
+        || {
+            high_watermarks(&b.bootstrap(), "a.backlog")
+                .iter()
+                .sum::<i64>()
+                >= n as i64
+        },
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let log = strait.stop();
+    assert_eq!(
+        high_watermarks(&b.bootstrap(), "a.backlog"),
+        a_ends,
+        "no duplicates\n{log}"
+    );
+    assert_same_records(&a.bootstrap(), topic, &b.bootstrap(), "a.backlog", n);
+    proxy_b.assert_clean();
+}
