@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use strait::client::{Cluster, ClusterConfig, LATEST};
 use strait::error::{Error, Result};
-use strait::forward::{copy_partition, CopySpec, ProducerIdentity};
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 use strait::records::record::{
@@ -142,6 +141,7 @@ async fn fill(
     cluster: &Cluster,
     topic: &str,
     partitions: i32,
+    from: usize,
     records: usize,
     codec: Compression,
 ) -> Result<()> {
@@ -151,10 +151,10 @@ async fn fill(
         .unwrap_or(0);
     let per_batch = 500;
     let mut pending: Vec<Vec<(Record, i64)>> = vec![Vec::new(); partitions as usize];
-    for i in 0..records {
+    for i in from..from + records {
         let p = (i % 40) % partitions as usize;
         pending[p].push(reading(i, now));
-        let last = i + 1 == records;
+        let last = i + 1 == from + records;
         if pending[p].len() == per_batch || last {
             for (part, batch) in pending.iter_mut().enumerate() {
                 if batch.is_empty() || (!last && part != p) {
@@ -240,6 +240,67 @@ async fn first_records(
     Ok(out)
 }
 
+/// The lab configuration for two local clusters (the same shape as `examples/lab.toml`).
+fn lab_config(a: &str, b: &str) -> String {
+    format!(
+        r#"# strait demo: the Streams Replication Manager lab on two local clusters.
+[clusters.cluster_a]
+bootstrap_servers = ["{a}"]
+replication_factor = 1
+
+[clusters.cluster_b]
+bootstrap_servers = ["{b}"]
+replication_factor = 1
+
+[defaults]
+refresh_topics_interval_secs = 2
+heartbeat_interval_secs = 1
+
+# cluster_a -> cluster_b: global_iot becomes cluster_a.global_iot on cluster_b.
+[[flows]]
+source = "cluster_a"
+target = "cluster_b"
+topics = ["global_iot"]
+groups = [".*"]
+
+# cluster_b -> cluster_a (active-active): cluster_a.global_iot came from cluster_a, so it is
+# never sent back (no cluster_b.cluster_a.global_iot).
+[[flows]]
+source = "cluster_b"
+target = "cluster_a"
+topics = ["cluster_a\\.global_iot"]
+groups = [".*"]
+"#
+    )
+}
+
+async fn ends(cluster: &Cluster, topic: &str, partitions: i32) -> Result<Vec<i64>> {
+    let ids: Vec<i32> = (0..partitions).collect();
+    Ok(cluster
+        .list_offsets(topic, &ids, LATEST)
+        .await?
+        .into_iter()
+        .map(|x| x.1)
+        .collect())
+}
+
+async fn heartbeats(cluster: &Cluster) -> Result<Vec<String>> {
+    let mut seen = std::collections::BTreeMap::new();
+    for (_, _, k, v) in
+        strait::replicate::store::read_all(cluster, strait::mm2::HEARTBEATS_TOPIC, 0).await?
+    {
+        if let (Some(k), Some(v)) = (k, v) {
+            if let Ok(hb) = strait::mm2::Heartbeat::decode(&k, &v) {
+                seen.insert(
+                    format!("{} -> {}", hb.source_cluster_alias, hb.target_cluster_alias),
+                    hb.timestamp_ms,
+                );
+            }
+        }
+    }
+    Ok(seen.keys().cloned().collect())
+}
+
 /// Runs the demo and returns the report.
 pub async fn run(args: &DemoArgs) -> Result<String> {
     let nisshi = nisshi_path(&args.nisshi)?;
@@ -249,46 +310,89 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
     let b = start_broker(&nisshi, "cluster_b").await?;
     let source = Cluster::connect(ClusterConfig::new(a.name, &a.addr)).await?;
     let target = Cluster::connect(ClusterConfig::new(b.name, &b.addr)).await?;
-    let topic = "global_iot";
-    let remote = format!("{}.{}", a.name, topic);
-    let partitions = 5;
+    let (topic, remote, partitions) = ("global_iot", "cluster_a.global_iot", 5);
     source.create_topic(topic, partitions, 1, &[]).await?;
+    let first = args.records / 2;
     eprintln!(
-        "writing {} records ({}) to {topic} on cluster_a ...",
-        args.records,
+        "writing {first} readings ({}) to {topic} on cluster_a ...",
         args.codec.name()
     );
-    fill(&source, topic, partitions, args.records, args.codec).await?;
-    target.create_topic(&remote, partitions, 1, &[]).await?;
-    let (pid, epoch) = target.init_producer_id().await?;
-    eprintln!("replicating {topic} (cluster_a) -> {remote} (cluster_b) ...");
+    fill(&source, topic, partitions, 0, first, args.codec).await?;
+
+    let dir = std::env::temp_dir().join(format!("strait-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(Error::from)?;
+    let config_path = dir.join("lab.toml");
+    std::fs::write(&config_path, lab_config(&a.addr, &b.addr)).map_err(Error::from)?;
+    let config = strait::config::load(&config_path).map_err(|e| Error::invalid(e.to_string()))?;
+    eprintln!("strait run --config {} (in this process): flows cluster_a->cluster_b, cluster_b->cluster_a", config_path.display());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let engine = strait::replicate::spawn(config, stop_rx)?;
+
+    // Live data while the flows run.
+    let rest = args.records - first;
+    let producer = {
+        let cfg = ClusterConfig::new(a.name, &a.addr);
+        let codec = args.codec;
+        tokio::spawn(async move {
+            let c = Cluster::connect(cfg).await?;
+            let step = (rest / 10).max(1);
+            let mut i = 0;
+            while i < rest {
+                fill(&c, topic, partitions, first + i, step.min(rest - i), codec).await?;
+                i += step;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Ok::<(), Error>(())
+        })
+    };
     let started = Instant::now();
-    let ids: Vec<i32> = (0..partitions).collect();
-    let ends = source.list_offsets(topic, &ids, LATEST).await?;
-    let (mut records, mut bytes, mut reencoded) = (0u64, 0u64, 0u64);
-    for (partition, end) in &ends {
-        let spec = CopySpec {
-            source_topic: topic.to_string(),
-            target_topic: remote.clone(),
-            partition: *partition,
-            from: 0,
-            until: *end,
-            producer: Some(ProducerIdentity { id: pid, epoch }),
-            limits: FetchLimits {
-                max_wait_ms: 100,
-                ..FetchLimits::default()
-            },
-        };
-        let s = copy_partition(&source, &target, &spec).await?;
-        records += s.records;
-        bytes += s.bytes;
-        reencoded += s.reencoded;
+    let deadline = started + Duration::from_secs(60);
+    let mut producing = true;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if producing && producer.is_finished() {
+            producing = false;
+        }
+        let mut line = format!("{:>5.1}s", started.elapsed().as_secs_f64());
+        for (name, rx) in &engine.status {
+            let st = rx.borrow().clone();
+            let records: u64 = st.partitions.iter().map(|p| p.records).sum();
+            let lag: i64 = st.partitions.iter().map(|p| p.lag()).sum();
+            let _ = write!(line, "   {name}: {records} records replicated, lag {lag}");
+        }
+        eprintln!("{line}");
+        if !producing {
+            let (sa, sb) = (
+                ends(&source, topic, partitions).await?,
+                ends(&target, remote, partitions).await.unwrap_or_default(),
+            );
+            if sa == sb {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            break;
+        }
     }
-    let secs = started.elapsed().as_secs_f64();
-    let target_ends = target.list_offsets(&remote, &ids, LATEST).await?;
+    match producer.await {
+        Ok(r) => r?,
+        Err(e) => return Err(Error::invalid(format!("producer task failed: {e}"))),
+    }
+    // Let a couple of heartbeats make the round trip.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let _ = stop.send(true);
+    match engine.done.await {
+        Ok(r) => r?,
+        Err(e) => return Err(Error::invalid(format!("engine failed: {e}"))),
+    }
+
+    let (sa, sb) = (
+        ends(&source, topic, partitions).await?,
+        ends(&target, remote, partitions).await?,
+    );
     let _ = writeln!(
         out,
-        "strait demo: {topic} on cluster_a ({}) replicated to {remote} on cluster_b ({})\n",
+        "strait demo: {topic} on cluster_a ({}) -> {remote} on cluster_b ({})\n",
         a.addr, b.addr
     );
     let _ = writeln!(
@@ -297,42 +401,87 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
         "partition", "cluster_a log end", "cluster_b log end"
     );
     let mut all_same = true;
-    for ((p, sa), (_, sb)) in ends.iter().zip(&target_ends) {
-        all_same &= sa == sb;
+    for (p, (x, y)) in sa.iter().zip(&sb).enumerate() {
+        all_same &= x == y;
         let _ = writeln!(
             out,
-            "{p:>9}  {sa:>20}  {sb:>28}  {}",
-            if sa == sb { "yes" } else { "NO" }
+            "{p:>9}  {x:>20}  {y:>28}  {}",
+            if x == y { "yes" } else { "NO" }
         );
     }
-    let _ = writeln!(
-        out,
-        "\nreplicated {records} records, {:.1} MB of batches in {secs:.2} s ({:.0} records/s), {reencoded} batches re-encoded",
-        bytes as f64 / 1e6,
-        records as f64 / secs.max(1e-9)
-    );
     let _ = writeln!(out, "\nfirst records of {remote} partition 0 on cluster_b:");
-    for (off, k, v) in first_records(&target, &remote, 0, 3).await? {
+    for (off, k, v) in first_records(&target, remote, 0, 3).await? {
         let _ = writeln!(out, "  offset {off:>3}  key {k}  value {v}");
     }
+    let topics_a: Vec<String> = source
+        .metadata(None)
+        .await?
+        .topics
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    let topics_b: Vec<String> = target
+        .metadata(None)
+        .await?
+        .topics
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    let mut ta = topics_a.clone();
+    ta.sort();
+    let mut tb = topics_b.clone();
+    tb.sort();
+    let _ = writeln!(out, "\ntopics on cluster_a: {}", ta.join(", "));
+    let _ = writeln!(out, "topics on cluster_b: {}", tb.join(", "));
     let _ = writeln!(
         out,
-        "\n{}",
-        if all_same {
-            "result: every partition matches"
+        "heartbeats on cluster_a: {}",
+        heartbeats(&source).await?.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "heartbeats on cluster_b: {}",
+        heartbeats(&target).await?.join(", ")
+    );
+    let looped = topics_a
+        .iter()
+        .any(|t| t.starts_with("cluster_b.cluster_a."));
+    let _ = writeln!(
+        out,
+        "loop check: {}",
+        if looped {
+            "cluster_b.cluster_a.* exists: LOOP"
         } else {
-            "result: MISMATCH"
+            "no cluster_b.cluster_a.* topic on cluster_a (no loop)"
         }
     );
+    let ok = all_same && !looped;
+    let _ = writeln!(
+        out,
+        "\nresult: {}",
+        if ok {
+            "every partition matches"
+        } else {
+            "MISMATCH"
+        }
+    );
+    let _ = writeln!(out, "config used: {}", config_path.display());
     if args.keep {
-        let _ = writeln!(out, "\nclusters stay up until Ctrl-C:\n  strait probe --bootstrap {}\n  strait probe --bootstrap {}", a.addr, b.addr);
+        let _ = writeln!(
+            out,
+            "\nclusters stay up until Ctrl-C. Try:\n  strait probe --bootstrap {}\n  strait probe --bootstrap {} --internal\n  strait run --config {}\n  strait topics --config {} --source cluster_a --target cluster_b --list",
+            a.addr,
+            b.addr,
+            config_path.display(),
+            config_path.display()
+        );
         print!("{out}");
         out.clear();
         let _ = tokio::signal::ctrl_c().await;
     }
     drop((source, target));
     drop((a, b));
-    if !all_same {
+    if !ok {
         return Err(Error::invalid(format!(
             "{out}\nreplica differs from source"
         )));

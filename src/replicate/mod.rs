@@ -69,11 +69,18 @@ pub async fn connect(
     }
 }
 
-/// Runs every enabled flow of `config` until `shutdown` turns true. Status of each flow is
-/// published on the returned receivers as it runs.
-pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+/// Running flows: their status, and the task that ends when they all stopped.
+pub struct Engine {
+    /// Latest status of each flow, by flow name (`source->target`).
+    pub status: BTreeMap<String, watch::Receiver<FlowStatus>>,
+    /// Ends when every flow stopped; the first error, if any.
+    pub done: tokio::task::JoinHandle<Result<()>>,
+}
+
+/// Starts every enabled flow of `config`; they run until `shutdown` turns true.
+pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> {
     let mut tasks = tokio::task::JoinSet::new();
-    let mut statuses: BTreeMap<String, watch::Receiver<FlowStatus>> = BTreeMap::new();
+    let mut status = BTreeMap::new();
     let flows: Vec<_> = config.flows.iter().filter(|f| f.enabled).cloned().collect();
     if flows.is_empty() {
         return Err(Error::invalid(format!(
@@ -91,7 +98,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> 
             name: flow.name(),
             partitions: Vec::new(),
         });
-        statuses.insert(flow.name(), rx);
+        status.insert(flow.name(), rx);
         let mut shutdown = shutdown.clone();
         let config = config.clone();
         tasks.spawn(async move {
@@ -111,22 +118,33 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> 
                 .await
         });
     }
-    let mut first_error = None;
-    while let Some(r) = tasks.join_next().await {
-        match r {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::error!("flow ended with an error: {e}");
-                first_error.get_or_insert(e);
-            }
-            Err(e) => {
-                first_error.get_or_insert(Error::invalid(format!("flow task failed: {e}")));
+    let done = tokio::spawn(async move {
+        let mut first_error = None;
+        while let Some(r) = tasks.join_next().await {
+            match r {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!("flow ended with an error: {e}");
+                    first_error.get_or_insert(e);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(Error::invalid(format!("flow task failed: {e}")));
+                }
             }
         }
-    }
-    drop(statuses);
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    });
+    Ok(Engine { status, done })
+}
+
+/// Runs every enabled flow of `config` until `shutdown` turns true.
+pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+    let engine = spawn(config, shutdown)?;
+    engine
+        .done
+        .await
+        .map_err(|e| Error::invalid(format!("engine task failed: {e}")))?
 }
