@@ -417,3 +417,70 @@ fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
     assert_same_records(&a.bootstrap(), topic, &b.bootstrap(), "a.backlog", n);
     proxy_b.assert_clean();
 }
+
+#[test]
+fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
+    let a = Broker::start("a");
+    let (b, proxy_b) = Broker::start_behind_proxy("b");
+    let dir = std::env::temp_dir().join(topic_name("refuse"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("flow.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"taken\", \"compacted\", \"fine\"]\nrefresh_topics_interval_secs = 1\nemit_heartbeats = false\n",
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+    )
+    .expect("config");
+    for t in ["taken", "compacted", "fine"] {
+        create_topic(&a.bootstrap(), t, 1);
+        produce_records(&a.bootstrap(), t, &readings(t, 0, 100, 1), Codec::None);
+    }
+    // Someone else's data already in the remote topic.
+    create_topic(&b.bootstrap(), "a.taken", 1);
+    produce_records(
+        &b.bootstrap(),
+        "a.taken",
+        &readings("other", 0, 7, 1),
+        Codec::None,
+    );
+    // A remote topic that keeps records differently.
+    support::data::create_topic_with_config(
+        &b.bootstrap(),
+        "a.compacted",
+        1,
+        &[("cleanup.policy", "compact")],
+    );
+
+    let strait = Strait::start(&config, &dir.join("run.log"));
+    wait_until(
+        "fine replicated",
+        Duration::from_secs(60),
+        Some(&strait),
+        || {
+            topics(&b.bootstrap()).iter().any(|t| t.0 == "a.fine")
+                && high_watermarks(&b.bootstrap(), "a.fine") == vec![100]
+        },
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let log = strait.stop();
+    assert_eq!(
+        high_watermarks(&b.bootstrap(), "a.taken"),
+        vec![7],
+        "not written into\n{log}"
+    );
+    assert_eq!(
+        high_watermarks(&b.bootstrap(), "a.compacted"),
+        vec![0],
+        "not written into\n{log}"
+    );
+    assert!(
+        log.contains("cluster b, topic a.taken, partition 0: refusing to replicate into it: the remote partition already holds 7 records"),
+        "{log}"
+    );
+    assert!(log.contains("cluster b, topic a.compacted: cleanup.policy is compact but source topic compacted on cluster a has delete"), "{log}");
+    proxy_b.assert_clean();
+}

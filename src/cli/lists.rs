@@ -76,6 +76,7 @@ pub async fn run(args: &ListArgs, kind: ListKind) -> Result<String> {
         .clusters
         .get(&args.target)
         .ok_or_else(|| Error::invalid(format!("unknown cluster {}", args.target)))?;
+    strait::replicate::check_supported(&config.origin, settings)?;
     let target = Cluster::connect(strait::replicate::cluster_config(settings)).await?;
     let mut current = lists::read(&target, kind, &args.source, &args.target)
         .await?

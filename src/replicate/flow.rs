@@ -349,7 +349,12 @@ impl Flow {
         let remote = self.policy.remote_topic(self.source.name(), topic);
         let existing = self.target.topic(&remote).await?;
         let remote_partitions = match existing {
-            Some(t) => t.partitions.len(),
+            Some(t) => {
+                if !self.parts.keys().any(|(name, _)| name == topic) {
+                    self.check_compatible(topic, &remote).await?;
+                }
+                t.partitions.len()
+            }
             None => {
                 let configs: Vec<(String, String)> = match self
                     .source
@@ -403,6 +408,28 @@ impl Flow {
                 }
                 Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
             }
+        }
+        Ok(())
+    }
+
+    /// An existing remote topic must keep records the way the source does: a compacted source
+    /// into a deleting remote (or the reverse) would silently change what consumers see.
+    async fn check_compatible(&self, topic: &str, remote: &str) -> Result<()> {
+        let policy = |configs: Vec<(String, Option<String>)>| {
+            configs
+                .into_iter()
+                .find(|(k, _)| k == "cleanup.policy")
+                .and_then(|(_, v)| v)
+                .unwrap_or_else(|| "delete".to_string())
+        };
+        let src = policy(self.source.describe_topic_configs(topic).await?);
+        let dst = policy(self.target.describe_topic_configs(remote).await?);
+        if src != dst {
+            return Err(Error::invalid(format!(
+                "cluster {}, topic {remote}: cleanup.policy is {dst} but source topic {topic} on cluster {} has {src}; not replicating into it",
+                self.target.name(),
+                self.source.name()
+            )));
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::client::{Cluster, ClusterConfig, ConnectionConfig};
-use crate::config::{ClusterSettings, Config};
+use crate::config::{ClusterSettings, Config, SecurityProtocol};
 use crate::error::{Error, Result};
 use status::FlowStatus;
 
@@ -33,6 +33,18 @@ pub fn cluster_config(c: &ClusterSettings) -> ClusterConfig {
         ..ConnectionConfig::default()
     };
     cfg
+}
+
+/// Refuses settings this version cannot honour, naming the cluster and the key.
+pub fn check_supported(origin: &str, c: &ClusterSettings) -> Result<()> {
+    if c.security_protocol != SecurityProtocol::Plaintext {
+        return Err(Error::invalid(format!(
+            "{origin}: clusters.{}.security_protocol: {} is not supported by this version of strait (only PLAINTEXT)",
+            c.alias,
+            c.security_protocol.as_str()
+        )));
+    }
+    Ok(())
 }
 
 /// Connects to a configured cluster by alias, retrying until it answers or `shutdown` fires.
@@ -53,6 +65,7 @@ pub async fn connect(
                 .join(", ")
         ))
     })?;
+    check_supported(&config.origin, settings)?;
     let mut backoff = Duration::from_millis(500);
     loop {
         match Cluster::connect(cluster_config(settings)).await {
@@ -87,6 +100,15 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             "{}: no enabled flow",
             config.origin
         )));
+    }
+    for c in config.clusters.values() {
+        check_supported(&config.origin, c)?;
+    }
+    if let Some(addr) = &config.http {
+        tracing::warn!(
+            "{}: http = {addr:?}: the status API is not served by this version; ignored",
+            config.origin
+        );
     }
     let config = Arc::new(config);
     for flow in flows {
