@@ -484,3 +484,73 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
     assert!(log.contains("cluster b, topic a.compacted: cleanup.policy is compact but source topic compacted on cluster a has delete"), "{log}");
     proxy_b.assert_clean();
 }
+
+#[test]
+fn lost_produce_answers_with_requests_in_flight_give_no_duplicates() {
+    let a = Broker::start("a");
+    let (b, proxy_b) = Broker::start_behind_proxy("b");
+    let dir = std::env::temp_dir().join(topic_name("lost"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("flow.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"orders\"]\nrefresh_topics_interval_secs = 1\nemit_heartbeats = false\n",
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+    )
+    .expect("config");
+    let n = 40_000;
+    create_topic(&a.bootstrap(), "orders", 3);
+    let opts = support::data::ProduceOptions {
+        codec: Codec::Zstd,
+        batch_size: 8 * 1024,
+        ..Default::default()
+    };
+    support::data::produce_records_with(&a.bootstrap(), "orders", &readings("o", 0, n, 3), &opts);
+    proxy_b.update_faults(|f| f.response_delay = Some(Duration::from_millis(20)));
+    let strait = Strait::start(&config, &dir.join("run.log"));
+    wait_until(
+        "data flowing",
+        Duration::from_secs(60),
+        Some(&strait),
+        || {
+            topics(&b.bootstrap()).iter().any(|t| t.0 == "a.orders")
+                && high_watermarks(&b.bootstrap(), "a.orders")
+                    .iter()
+                    .sum::<i64>()
+                    > 0
+        },
+    );
+    // The broker gets the next Produce requests, but their answers never come back: the
+    // connection closes right after each is forwarded, with more requests in flight behind it.
+    proxy_b.update_faults(|f| {
+        f.response_delay = None;
+        f.close_after_request(0, 6);
+    });
+    let a_ends = high_watermarks(&a.bootstrap(), "orders");
+    wait_until(
+        "every record on b",
+        Duration::from_secs(90),
+        Some(&strait),
+        || {
+            topics(&b.bootstrap()).iter().any(|t| t.0 == "a.orders")
+                && high_watermarks(&b.bootstrap(), "a.orders")
+                    .iter()
+                    .sum::<i64>()
+                    >= n as i64
+        },
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let log = strait.stop();
+    assert!(log.contains("resending"), "the fault was exercised\n{log}");
+    assert_eq!(
+        high_watermarks(&b.bootstrap(), "a.orders"),
+        a_ends,
+        "no duplicates\n{log}"
+    );
+    assert_same_records(&a.bootstrap(), "orders", &b.bootstrap(), "a.orders", n);
+    proxy_b.assert_clean();
+}

@@ -457,6 +457,31 @@ impl Cluster {
             .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))
     }
 
+    /// Writes one Produce request to broker `node` and returns without waiting for the answer,
+    /// so several requests can be in flight; requests started one after another reach the
+    /// broker in that order.
+    pub async fn produce_start(
+        &self,
+        node: i32,
+        settings: &ProduceSettings<'_>,
+        topics: &[ProduceTopic],
+    ) -> Result<PendingProduce> {
+        let conn = self.connection(node).await?;
+        let version = conn.version(ApiKey::Produce).map_err(|e| self.ctx(e))?;
+        let meta = conn.meta(ApiKey::Produce, version);
+        let id = meta.correlation_id;
+        let frame = produce::encode_request(&meta, settings, topics);
+        let response = conn.start(id, frame).await.map_err(|e| self.ctx(e))?;
+        Ok(PendingProduce {
+            response,
+            version,
+            timeout: self.config.connection.request_timeout
+                + Duration::from_millis(settings.timeout_ms.max(0) as u64),
+            cluster: self.config.name.clone(),
+            broker: conn.addr().to_string(),
+        })
+    }
+
     /// A producer id and epoch for idempotent writes (InitProducerId without a transactional id).
     pub async fn init_producer_id(&self) -> Result<(i64, i16)> {
         self.retry("init producer id", || async move {
@@ -628,6 +653,37 @@ impl Cluster {
         let mut req = DescribeGroupsRequest::default();
         req.groups = vec![GroupId(StrBytes::from_string(group.to_string()))];
         Ok(self.send(Route::Node(node), &req).await?.1)
+    }
+}
+
+/// A Produce request in flight.
+#[derive(Debug)]
+pub struct PendingProduce {
+    response: super::connection::PendingResponse,
+    version: i16,
+    timeout: Duration,
+    cluster: String,
+    broker: String,
+}
+
+impl PendingProduce {
+    /// Waits for the broker's answer: per-partition results.
+    pub async fn finish(self) -> Result<Vec<ProducedPartition>> {
+        let bytes = self
+            .response
+            .wait(self.timeout)
+            .await
+            .map_err(|e| e.cluster(&self.cluster))?;
+        let body = response_body(bytes, ApiKey::Produce, self.version).map_err(|e| {
+            Error::from(e)
+                .cluster(&self.cluster)
+                .broker_addr(&self.broker)
+        })?;
+        produce::decode_response(body, self.version).map_err(|e| {
+            Error::from(e)
+                .cluster(&self.cluster)
+                .broker_addr(&self.broker)
+        })
     }
 }
 

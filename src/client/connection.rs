@@ -46,7 +46,7 @@ impl Default for ConnectionConfig {
 
 type Pending = Arc<Mutex<PendingMap>>;
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct PendingMap {
     waiting: HashMap<i32, oneshot::Sender<Result<Bytes, String>>>,
     /// Set once the reader stopped: new requests fail at once with this reason.
@@ -218,6 +218,13 @@ impl Connection {
         frame: RequestFrame,
         timeout: Duration,
     ) -> Result<Bytes> {
+        self.start(correlation_id, frame).await?.wait(timeout).await
+    }
+
+    /// Writes a frame and returns at once with a handle on its response. Frames started one
+    /// after another on a connection reach the broker in that order, which keeps pipelined
+    /// Produce requests in sequence.
+    pub async fn start(&self, correlation_id: i32, frame: RequestFrame) -> Result<PendingResponse> {
         let (tx, rx) = oneshot::channel();
         {
             let mut p = lock(&self.pending);
@@ -235,7 +242,28 @@ impl Connection {
             self.broken.store(true, Ordering::Relaxed);
             return Err(Error::from(e).broker_addr(&self.addr));
         }
-        match tokio::time::timeout(timeout, rx).await {
+        Ok(PendingResponse {
+            rx,
+            correlation_id,
+            pending: self.pending.clone(),
+            addr: self.addr.clone(),
+        })
+    }
+}
+
+/// A request written to a broker whose response has not been read yet.
+#[derive(Debug)]
+pub struct PendingResponse {
+    rx: oneshot::Receiver<Result<Bytes, String>>,
+    correlation_id: i32,
+    pending: Pending,
+    addr: String,
+}
+
+impl PendingResponse {
+    /// Waits for the response frame (the bytes after the size prefix).
+    pub async fn wait(self, timeout: Duration) -> Result<Bytes> {
+        match tokio::time::timeout(timeout, self.rx).await {
             Ok(Ok(Ok(bytes))) => Ok(bytes),
             Ok(Ok(Err(reason))) => {
                 Err(Error::new(ErrorKind::Closed(reason)).broker_addr(&self.addr))
@@ -245,7 +273,7 @@ impl Connection {
                     .broker_addr(&self.addr))
             }
             Err(_) => {
-                lock(&self.pending).waiting.remove(&correlation_id);
+                lock(&self.pending).waiting.remove(&self.correlation_id);
                 Err(Error::new(ErrorKind::Timeout(timeout, "response")).broker_addr(&self.addr))
             }
         }

@@ -17,7 +17,7 @@ use super::lists::{self, ListKind, Lists};
 use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
 use super::status::{FlowStatus, PartitionStatus};
 use super::store;
-use crate::client::{Cluster, EARLIEST, LATEST};
+use crate::client::{Cluster, PendingProduce, EARLIEST, LATEST};
 use crate::config::{FlowConfig, NamingPolicy};
 use crate::error::{Error, Result};
 use crate::filter::{topic_should_replicate, NameFilter};
@@ -55,6 +55,10 @@ struct PartState {
     planner: PartitionPlanner,
     queue: VecDeque<Outgoing>,
     queued_bytes: usize,
+    /// Batches at the head of `queue` sent and not yet acknowledged.
+    in_flight: usize,
+    /// Bumped on every rewind; answers to requests sent before it are ignored.
+    epoch: u64,
     /// Acknowledged position: source offset and target log end after it.
     acked: Progress,
     /// Last position written to the progress topic.
@@ -89,7 +93,18 @@ pub struct Flow {
     topic_lists: Lists,
     reported: HashMap<String, String>,
     status: watch::Sender<FlowStatus>,
+    in_flight: VecDeque<InFlight>,
 }
+
+/// A Produce request in flight and the partitions it carries (with their epoch at send time).
+struct InFlight {
+    pending: PendingProduce,
+    members: Vec<((String, i32), u64)>,
+}
+
+/// Produce requests in flight per flow, and batches in flight per partition (Kafka's limit for
+/// an idempotent producer is 5).
+const MAX_IN_FLIGHT: usize = 5;
 
 impl Flow {
     /// A flow between two connected clusters.
@@ -124,6 +139,7 @@ impl Flow {
             topic_lists,
             reported: HashMap::new(),
             status,
+            in_flight: VecDeque::new(),
         }
     }
 
@@ -185,10 +201,19 @@ impl Flow {
                     0
                 }
             };
-            tracing::trace!(flow = %name, fetched, "produce round");
-            if let Err(e) = self.produce_round().await {
-                tracing::warn!(flow = %name, "produce round failed: {e}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            tracing::trace!(flow = %name, fetched, in_flight = self.in_flight.len(), "produce");
+            while self.in_flight.len() < MAX_IN_FLIGHT {
+                match self.send_round().await {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(flow = %name, "produce failed: {e}");
+                        break;
+                    }
+                }
+            }
+            if !self.in_flight.is_empty() {
+                self.receive_one().await;
             }
             if Instant::now() >= next_flush {
                 if let Err(e) = self.flush_progress().await {
@@ -210,8 +235,11 @@ impl Flow {
                 }
             }
         }
-        // Stop: nothing is in flight between rounds; queued batches are abandoned without
-        // advancing progress, and the acknowledged position is persisted.
+        // Stop: answers to requests in flight are awaited and applied; queued batches are
+        // abandoned without advancing progress; the acknowledged position is persisted.
+        while !self.in_flight.is_empty() {
+            self.receive_one().await;
+        }
         self.flush_progress().await?;
         tracing::info!(flow = %name, "stopped");
         Ok(())
@@ -484,6 +512,8 @@ impl Flow {
             planner: PartitionPlanner::new(source_next, self.producer, 0),
             queue: VecDeque::new(),
             queued_bytes: 0,
+            in_flight: 0,
+            epoch: 0,
             acked,
             flushed: stored.filter(|s| *s == acked),
             synced_delta: None,
@@ -674,13 +704,16 @@ impl Flow {
         Ok(planned)
     }
 
-    /// One Produce request per target leader with the head batch of every partition.
-    async fn produce_round(&mut self) -> Result<usize> {
+    /// Starts one Produce request per target leader carrying the next unsent batch of every
+    /// partition that has one (up to [`MAX_IN_FLIGHT`] per partition). Returns requests sent.
+    async fn send_round(&mut self) -> Result<usize> {
         let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
         let keys: Vec<(String, i32)> = self
             .parts
             .iter()
-            .filter(|(_, s)| !s.queue.is_empty() && s.failed.is_none())
+            .filter(|(_, s)| {
+                s.failed.is_none() && s.queue.len() > s.in_flight && s.in_flight < MAX_IN_FLIGHT
+            })
             .map(|(k, _)| k.clone())
             .collect();
         for k in keys {
@@ -692,17 +725,23 @@ impl Flow {
                 }
             }
         }
-        let mut acked = 0;
+        let mut sent = 0;
+        let settings = ProduceSettings {
+            transactional_id: None,
+            acks: -1,
+            timeout_ms: 30_000,
+        };
         for (leader, keys) in by_leader {
             let mut topics: Vec<ProduceTopic> = Vec::new();
+            let mut members = Vec::with_capacity(keys.len());
             for k in &keys {
                 let st = &self.parts[k];
-                let Some(head) = st.queue.front() else {
+                let Some(next) = st.queue.get(st.in_flight) else {
                     continue;
                 };
                 let part = ProducePartition {
                     partition: k.1,
-                    batch: head.batch.clone(),
+                    batch: next.batch.clone(),
                 };
                 match topics.iter_mut().find(|t| t.name == st.target_topic) {
                     Some(t) => t.partitions.push(part),
@@ -711,68 +750,106 @@ impl Flow {
                         partitions: vec![part],
                     }),
                 }
+                members.push((k.clone(), st.epoch));
             }
-            let settings = ProduceSettings {
-                transactional_id: None,
-                acks: -1,
-                timeout_ms: 30_000,
-            };
-            let resp = self.target.produce(leader, &settings, &topics).await?;
-            for r in resp {
-                let Some(k) = keys
-                    .iter()
-                    .find(|k| self.parts[*k].target_topic == r.topic && k.1 == r.partition)
-                    .cloned()
-                else {
-                    continue;
-                };
-                let name = self.name();
-                let tgt = self.target.name().to_string();
-                let Some(st) = self.parts.get_mut(&k) else {
-                    continue;
-                };
-                match r.error_code {
-                    error_code::NONE | error_code::DUPLICATE_SEQUENCE_NUMBER => {
-                        let Some(out) = st.queue.pop_front() else {
-                            continue;
-                        };
-                        st.queued_bytes -= out.batch.len();
-                        let n = out.source.count();
-                        let base = if r.error_code == error_code::NONE {
-                            r.base_offset
-                        } else {
-                            st.acked.target_next
-                        };
-                        st.acked = Progress {
-                            source_next: out.source_next,
-                            target_next: base + n,
-                        };
-                        st.records += n as u64;
-                        st.bytes += out.batch.len() as u64;
-                        acked += 1;
-                    }
-                    code if error_code::is_retriable(code) => {
-                        if error_code::needs_metadata_refresh(code) {
-                            self.target.invalidate(&r.topic);
+            let pending = self
+                .target
+                .produce_start(leader, &settings, &topics)
+                .await?;
+            for (k, _) in &members {
+                if let Some(st) = self.parts.get_mut(k) {
+                    st.in_flight += 1;
+                }
+            }
+            self.in_flight.push_back(InFlight { pending, members });
+            sent += 1;
+        }
+        Ok(sent)
+    }
+
+    /// Waits for the oldest request in flight and applies its results. Batches are acknowledged
+    /// in order; a retriable error rewinds the partition so its batches go again with the same
+    /// sequence numbers (the broker drops any it already has as duplicates).
+    async fn receive_one(&mut self) {
+        let Some(f) = self.in_flight.pop_front() else {
+            return;
+        };
+        let name = self.name();
+        let tgt = self.target.name().to_string();
+        let results = match f.pending.finish().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(flow = %name, "produce request failed, resending: {e}");
+                for (k, epoch) in &f.members {
+                    if let Some(st) = self.parts.get_mut(k) {
+                        if st.epoch == *epoch {
+                            st.in_flight = 0;
+                            st.epoch += 1;
                         }
-                        tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: produce error {}, retrying", r.topic, r.partition, error_code::name(code));
                     }
-                    code => {
-                        let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
-                        let msg = format!(
-                            "cluster {tgt}, topic {}, partition {}, source offset {offset}: broker refused the batch: {}{}; partition stopped",
-                            r.topic,
-                            r.partition,
-                            error_code::name(code),
-                            r.error_message.map(|m| format!(" ({m})")).unwrap_or_default()
-                        );
-                        tracing::error!(flow = %name, "{msg}");
-                        st.failed = Some(msg);
+                }
+                return;
+            }
+        };
+        for (k, epoch) in &f.members {
+            let Some(st) = self.parts.get_mut(k) else {
+                continue;
+            };
+            if st.epoch != *epoch {
+                continue; // sent before a rewind: it goes again
+            }
+            let code = results
+                .iter()
+                .find(|r| r.topic == st.target_topic && r.partition == k.1)
+                .map(|r| (r.error_code, r.base_offset, r.error_message.clone()));
+            match code {
+                Some((error_code::NONE, base, _))
+                | Some((error_code::DUPLICATE_SEQUENCE_NUMBER, base, _)) => {
+                    let Some(out) = st.queue.pop_front() else {
+                        continue;
+                    };
+                    st.in_flight = st.in_flight.saturating_sub(1);
+                    st.queued_bytes -= out.batch.len();
+                    let n = out.source.count();
+                    let base = if base >= 0 {
+                        base
+                    } else {
+                        st.acked.target_next
+                    };
+                    st.acked = Progress {
+                        source_next: out.source_next,
+                        target_next: base + n,
+                    };
+                    st.records += n as u64;
+                    st.bytes += out.batch.len() as u64;
+                }
+                Some((code, _, message)) if !error_code::is_retriable(code) => {
+                    let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
+                    let msg = format!(
+                        "cluster {tgt}, topic {}, partition {}, source offset {offset}: broker refused the batch: {}{}; partition stopped",
+                        st.target_topic,
+                        k.1,
+                        error_code::name(code),
+                        message.map(|m| format!(" ({m})")).unwrap_or_default()
+                    );
+                    tracing::error!(flow = %name, "{msg}");
+                    st.failed = Some(msg);
+                    st.in_flight = 0;
+                    st.epoch += 1;
+                }
+                other => {
+                    let code = other
+                        .map(|c| c.0)
+                        .unwrap_or(error_code::UNKNOWN_TOPIC_OR_PARTITION);
+                    if error_code::needs_metadata_refresh(code) {
+                        self.target.invalidate(&st.target_topic);
                     }
+                    tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: produce error {}, resending", st.target_topic, k.1, error_code::name(code));
+                    st.in_flight = 0;
+                    st.epoch += 1;
                 }
             }
         }
-        Ok(acked)
     }
 
     /// Writes progress records for partitions that moved.
