@@ -5,3 +5,4 @@
 mod fixtures;
 mod frames;
 mod malformed;
+mod planner;
