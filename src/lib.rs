@@ -14,6 +14,7 @@ pub mod filter;
 pub mod forward;
 pub mod mm2;
 pub mod naming;
+pub mod offsets;
 pub mod protocol;
 pub mod records;
 pub mod replicate;
