@@ -429,7 +429,7 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
         &config,
         format!(
             "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
-             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"taken\", \"compacted\", \"fine\"]\nrefresh_topics_interval_secs = 1\nemit_heartbeats = false\n",
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"taken\", \"compacted\", \"fine\", \"narrow\"]\nrefresh_topics_interval_secs = 1\nemit_heartbeats = false\n",
             a.bootstrap(),
             b.bootstrap()
         ),
@@ -447,6 +447,9 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
         &readings("other", 0, 7, 1),
         Codec::None,
     );
+    // A remote topic with fewer partitions than its source (nisshi cannot add partitions).
+    create_topic(&a.bootstrap(), "narrow", 2);
+    create_topic(&b.bootstrap(), "a.narrow", 1);
     // A remote topic that keeps records differently.
     support::data::create_topic_with_config(
         &b.bootstrap(),
@@ -476,6 +479,10 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
         high_watermarks(&b.bootstrap(), "a.compacted"),
         vec![0],
         "not written into\n{log}"
+    );
+    assert!(
+        log.contains("cluster b, topic a.narrow: has 1 partitions but source topic narrow on cluster a has 2"),
+        "{log}"
     );
     assert!(
         log.contains("cluster b, topic a.taken, partition 0: refusing to replicate into it: the remote partition already holds 7 records"),

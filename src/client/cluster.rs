@@ -547,6 +547,42 @@ impl Cluster {
         }
     }
 
+    /// Raises a topic's partition count to `count` (CreatePartitions). Errors with
+    /// UnsupportedVersion when the cluster does not offer the API.
+    pub async fn create_partitions(&self, topic: &str, count: i32) -> Result<()> {
+        let mut t =
+            kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic::default();
+        t.name = TopicName(StrBytes::from_string(topic.to_string()));
+        t.count = count;
+        t.assignments = None;
+        let mut req = kafka_protocol::messages::CreatePartitionsRequest::default();
+        req.topics = vec![t];
+        req.timeout_ms = 30_000;
+        let controller = self.read_cache().controller_id;
+        let route = if controller >= 0 {
+            Route::Node(controller)
+        } else {
+            Route::Any
+        };
+        let (_, resp) = self.send(route, &req).await?;
+        let r = resp.results.first().ok_or_else(|| {
+            self.ctx(Error::new(ErrorKind::Protocol(
+                "CreatePartitions answer is empty".into(),
+            )))
+        })?;
+        if r.error_code != error_code::NONE {
+            return Err(self.ctx(
+                Error::broker(
+                    r.error_code,
+                    r.error_message.as_ref().map(|m| m.to_string()),
+                )
+                .topic(topic),
+            ));
+        }
+        self.invalidate(topic);
+        Ok(())
+    }
+
     /// The configs of a topic as (name, value) pairs.
     pub async fn describe_topic_configs(
         &self,

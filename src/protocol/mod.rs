@@ -48,6 +48,7 @@ pub fn supported_versions(key: ApiKey) -> Option<Versions> {
         ApiKey::ListGroups => (1, 5),
         ApiKey::DescribeGroups => (1, 5),
         ApiKey::InitProducerId => (0, 5),
+        ApiKey::CreatePartitions => (0, 3),
         _ => return None,
     };
     Some(Versions { min, max })

@@ -415,6 +415,22 @@ impl Flow {
                 partitions
             }
         };
+        let mut remote_partitions = remote_partitions;
+        if remote_partitions < partitions {
+            match self
+                .target
+                .create_partitions(&remote, partitions as i32)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(flow = %self.name(), %topic, %remote, from = remote_partitions, to = partitions, "added partitions to the remote topic");
+                    remote_partitions = partitions;
+                }
+                Err(e) => {
+                    tracing::debug!(flow = %self.name(), %remote, "cannot add partitions: {e}")
+                }
+            }
+        }
         if remote_partitions < partitions {
             self.report(
                 &format!("partitions {topic}"),
