@@ -344,24 +344,53 @@ fn srm_lab_with_mm2_properties() {
     play_lab(lab_mm2, "mm2.properties");
 }
 
-#[test]
-fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
-    let a = Broker::start("cluster_a");
-    let (b, proxy_b) = Broker::start_behind_proxy("cluster_b");
-    let dir = std::env::temp_dir().join(topic_name("kill9"));
+/// Clusters `a` (direct) and `b` (behind the Produce-checking proxy) and a config file with
+/// one flow `a -> b` for `topics`, plus `extra` flow keys.
+struct OneFlow {
+    a: Broker,
+    b: Broker,
+    proxy_b: support::ProduceCheckProxy,
+    dir: PathBuf,
+    config: PathBuf,
+}
+
+fn one_flow(name: &str, topics: &[&str], extra: &str) -> OneFlow {
+    let a = Broker::start("a");
+    let (b, proxy_b) = Broker::start_behind_proxy("b");
+    let dir = std::env::temp_dir().join(topic_name(name));
     std::fs::create_dir_all(&dir).expect("dir");
     let config = dir.join("flow.toml");
-    let topic = "backlog";
+    let list: Vec<String> = topics.iter().map(|t| format!("{t:?}")).collect();
     std::fs::write(
         &config,
         format!(
             "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
-             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{topic}\"]\nrefresh_topics_interval_secs = 1\n",
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [{}]\nrefresh_topics_interval_secs = 1\n{extra}\n",
             a.bootstrap(),
-            b.bootstrap()
+            b.bootstrap(),
+            list.join(", ")
         ),
     )
     .expect("config");
+    OneFlow {
+        a,
+        b,
+        proxy_b,
+        dir,
+        config,
+    }
+}
+
+#[test]
+fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
+    let topic = "backlog";
+    let OneFlow {
+        a,
+        b,
+        proxy_b,
+        dir,
+        config,
+    } = one_flow("kill9", &[topic], "");
     create_topic(&a.bootstrap(), topic, 4);
     let n = 200_000;
     let mut opts = support::data::ProduceOptions {
@@ -420,21 +449,17 @@ fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
 
 #[test]
 fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
-    let a = Broker::start("a");
-    let (b, proxy_b) = Broker::start_behind_proxy("b");
-    let dir = std::env::temp_dir().join(topic_name("refuse"));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("flow.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
-             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"taken\", \"compacted\", \"fine\", \"narrow\"]\nrefresh_topics_interval_secs = 1\nemit_heartbeats = false\n",
-            a.bootstrap(),
-            b.bootstrap()
-        ),
-    )
-    .expect("config");
+    let OneFlow {
+        a,
+        b,
+        proxy_b,
+        dir,
+        config,
+    } = one_flow(
+        "refuse",
+        &["taken", "compacted", "fine", "narrow"],
+        "emit_heartbeats = false",
+    );
     for t in ["taken", "compacted", "fine"] {
         create_topic(&a.bootstrap(), t, 1);
         produce_records(&a.bootstrap(), t, &readings(t, 0, 100, 1), Codec::None);
@@ -494,21 +519,13 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
 
 #[test]
 fn lost_produce_answers_with_requests_in_flight_give_no_duplicates() {
-    let a = Broker::start("a");
-    let (b, proxy_b) = Broker::start_behind_proxy("b");
-    let dir = std::env::temp_dir().join(topic_name("lost"));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("flow.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
-             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"orders\"]\nrefresh_topics_interval_secs = 1\nemit_heartbeats = false\n",
-            a.bootstrap(),
-            b.bootstrap()
-        ),
-    )
-    .expect("config");
+    let OneFlow {
+        a,
+        b,
+        proxy_b,
+        dir,
+        config,
+    } = one_flow("lost", &["orders"], "emit_heartbeats = false");
     let n = 40_000;
     create_topic(&a.bootstrap(), "orders", 3);
     let opts = support::data::ProduceOptions {

@@ -298,6 +298,16 @@ impl Cluster {
         Ok(resp)
     }
 
+    /// Where topic admin requests go: the controller, when metadata named one.
+    fn controller_route(&self) -> Route {
+        let controller = self.read_cache().controller_id;
+        if controller >= 0 {
+            Route::Node(controller)
+        } else {
+            Route::Any
+        }
+    }
+
     /// The brokers from the last metadata.
     pub fn brokers(&self) -> Vec<BrokerMeta> {
         let mut v: Vec<_> = self.read_cache().brokers.values().cloned().collect();
@@ -523,13 +533,7 @@ impl Cluster {
         let mut req = CreateTopicsRequest::default();
         req.topics = vec![t];
         req.timeout_ms = 30_000;
-        let controller = self.read_cache().controller_id;
-        let route = if controller >= 0 {
-            Route::Node(controller)
-        } else {
-            Route::Any
-        };
-        let (_, resp) = self.send(route, &req).await?;
+        let (_, resp) = self.send(self.controller_route(), &req).await?;
         let r = resp.topics.first().ok_or_else(|| {
             self.ctx(Error::new(ErrorKind::Protocol(
                 "CreateTopics answer is empty".into(),
@@ -558,13 +562,7 @@ impl Cluster {
         let mut req = kafka_protocol::messages::CreatePartitionsRequest::default();
         req.topics = vec![t];
         req.timeout_ms = 30_000;
-        let controller = self.read_cache().controller_id;
-        let route = if controller >= 0 {
-            Route::Node(controller)
-        } else {
-            Route::Any
-        };
-        let (_, resp) = self.send(route, &req).await?;
+        let (_, resp) = self.send(self.controller_route(), &req).await?;
         let r = resp.results.first().ok_or_else(|| {
             self.ctx(Error::new(ErrorKind::Protocol(
                 "CreatePartitions answer is empty".into(),

@@ -117,6 +117,28 @@ impl Reader {
         Ok(())
     }
 
+    /// A nullable length prefix: `short` (int16) or int32, or compact (uvarint - 1). `None`
+    /// for -1 (null); other negative values are errors.
+    fn nullable_len(
+        &mut self,
+        compact: bool,
+        short: bool,
+        what: &'static str,
+    ) -> Result<Option<usize>, WireError> {
+        let n: i64 = if compact {
+            i64::from(self.uvarint(what)?) - 1
+        } else if short {
+            i64::from(self.i16(what)?)
+        } else {
+            i64::from(self.i32(what)?)
+        };
+        match n {
+            -1 => Ok(None),
+            n if n < 0 => Err(self.err(what, format!("negative length {n}"))),
+            n => Ok(Some(n as usize)),
+        }
+    }
+
     /// Array length: int32 (or compact uvarint-1 when `compact`). `None` for a null array.
     /// `min_elem` is the smallest encoded size of one element, used to bound the count.
     pub fn array_len(
@@ -125,18 +147,9 @@ impl Reader {
         min_elem: usize,
         what: &'static str,
     ) -> Result<Option<usize>, WireError> {
-        let n: i64 = if compact {
-            i64::from(self.uvarint(what)?) - 1
-        } else {
-            i64::from(self.i32(what)?)
+        let Some(n) = self.nullable_len(compact, false, what)? else {
+            return Ok(None);
         };
-        if n < 0 {
-            if n == -1 {
-                return Ok(None);
-            }
-            return Err(self.err(what, format!("negative count {n}")));
-        }
-        let n = n as usize;
         self.check_count(n, min_elem, what)?;
         Ok(Some(n))
     }
@@ -157,18 +170,9 @@ impl Reader {
         compact: bool,
         what: &'static str,
     ) -> Result<Option<Bytes>, WireError> {
-        let n: i64 = if compact {
-            i64::from(self.uvarint(what)?) - 1
-        } else {
-            i64::from(self.i32(what)?)
+        let Some(n) = self.nullable_len(compact, false, what)? else {
+            return Ok(None);
         };
-        if n < 0 {
-            if n == -1 {
-                return Ok(None);
-            }
-            return Err(self.err(what, format!("negative length {n}")));
-        }
-        let n = n as usize;
         if n > self.remaining() {
             return Err(self.err(
                 what,
@@ -186,18 +190,10 @@ impl Reader {
         compact: bool,
         what: &'static str,
     ) -> Result<Option<String>, WireError> {
-        let n: i64 = if compact {
-            i64::from(self.uvarint(what)?) - 1
-        } else {
-            i64::from(self.i16(what)?)
+        let Some(n) = self.nullable_len(compact, true, what)? else {
+            return Ok(None);
         };
-        if n < 0 {
-            if n == -1 {
-                return Ok(None);
-            }
-            return Err(self.err(what, format!("negative length {n}")));
-        }
-        let b = self.take(n as usize, what)?;
+        let b = self.take(n, what)?;
         String::from_utf8(b.to_vec())
             .map(Some)
             .map_err(|_| self.err(what, "not UTF-8"))
