@@ -444,6 +444,37 @@ fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
         "no duplicates\n{log}"
     );
     assert_same_records(&a.bootstrap(), topic, &b.bootstrap(), "a.backlog", n);
+    // The exact offset map stored in the target, across the crash: one run per partition,
+    // source offset = target offset, covering everything.
+    let stored = tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let c = strait::client::Cluster::connect(strait::client::ClusterConfig::new(
+                "b",
+                &b.bootstrap(),
+            ))
+            .await
+            .expect("connect b");
+            strait::replicate::store::read_latest(&c, strait::replicate::progress::PROGRESS_TOPIC)
+                .await
+                .expect("read progress")
+        });
+    for (p, end) in a_ends.iter().enumerate() {
+        let value = stored
+            .get(format!("a|{topic}|{p}").as_bytes())
+            .expect("progress record");
+        let map = strait::offsets::OffsetMap::decode(value).expect("offset map");
+        assert_eq!(
+            (map.source_next(), map.target_next()),
+            (*end, *end),
+            "partition {p}"
+        );
+        assert_eq!(map.len_runs(), 1, "partition {p}: {:?}", map.runs());
+        for x in [0, end / 3, end - 1] {
+            assert_eq!(map.to_target(x).exact(), Some(x));
+            assert_eq!(map.to_source(x).exact(), Some(x));
+        }
+    }
     proxy_b.assert_clean();
 }
 

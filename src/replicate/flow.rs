@@ -24,6 +24,7 @@ use crate::filter::{topic_should_replicate, NameFilter};
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
+use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
 use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
@@ -59,8 +60,9 @@ struct PartState {
     in_flight: usize,
     /// Bumped on every rewind; answers to requests sent before it are ignored.
     epoch: u64,
-    /// Acknowledged position: source offset and target log end after it.
-    acked: Progress,
+    /// What is on the target: the exact source-to-target offset map, whose end is the
+    /// acknowledged position.
+    map: OffsetMap,
     /// Last position written to the progress topic.
     flushed: Option<Progress>,
     /// target - source of the last offset sync emitted.
@@ -72,6 +74,11 @@ struct PartState {
 }
 
 impl PartState {
+    /// The acknowledged position.
+    fn acked(&self) -> Progress {
+        Progress::from(&self.map)
+    }
+
     fn label(&self) -> String {
         format!("{}/{}", self.source_topic, self.partition)
     }
@@ -88,7 +95,7 @@ pub struct Flow {
     replication_factor: i16,
     policy: ReplicationPolicy,
     parts: BTreeMap<(String, i32), PartState>,
-    stored_progress: HashMap<String, Progress>,
+    stored_progress: HashMap<String, OffsetMap>,
     producer: Option<ProducerIdentity>,
     topic_lists: Lists,
     reported: HashMap<String, String>,
@@ -447,7 +454,7 @@ impl Flow {
             }
             match self.resume_partition(topic, &remote, p).await {
                 Ok(state) => {
-                    tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.acked.target_next, "replicating partition");
+                    tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.map.target_next(), "replicating partition");
                     self.parts.insert((topic.to_string(), p), state);
                 }
                 Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
@@ -486,41 +493,45 @@ impl Flow {
         partition: i32,
     ) -> Result<PartState> {
         let key = progress::key(self.source.name(), topic, partition);
-        let stored = self.stored_progress.get(&key).copied();
+        let stored = self.stored_progress.get(&key).cloned();
         let target_end = self
             .target
             .list_offsets(remote, &[partition], LATEST)
             .await?[0]
             .1;
         let ctx = |e: Error| e.cluster(self.target.name()).partition(remote, partition);
-        let (source_next, target_next) = match progress::decide(stored, target_end) {
-            Resume::Fresh => {
+        let mut flushed = None;
+        let map = match (
+            progress::decide(stored.as_ref().map(Progress::from), target_end),
+            stored,
+        ) {
+            (Resume::Fresh, _) => {
                 let start = self
                     .source
                     .list_offsets(topic, &[partition], EARLIEST)
                     .await?[0]
                     .1;
-                (start, 0)
+                OffsetMap::new(start, 0)
             }
-            Resume::At { source, target } => (source, target),
-            Resume::Walk { source, extra, .. } => {
-                let s = self
-                    .walk(topic, partition, source, extra)
+            (Resume::At { .. }, Some(map)) => {
+                flushed = Some(Progress::from(&map));
+                map
+            }
+            (Resume::Walk { source, extra, .. }, Some(mut map)) => {
+                self.walk(topic, partition, &mut map, extra)
                     .await
                     .map_err(ctx)?;
-                tracing::info!(flow = %self.name(), %topic, partition, from = source, to = s, landed = extra, "found records that landed after the last progress record");
-                (s, target_end)
+                tracing::info!(flow = %self.name(), %topic, partition, from = source, to = map.source_next(), landed = extra, "found records that landed after the last progress record");
+                map
             }
-            Resume::Conflict(why) => {
+            (Resume::Conflict(why), _) => {
                 return Err(ctx(Error::invalid(format!(
                     "refusing to replicate into it: {why}"
                 ))));
             }
+            (_, None) => return Err(ctx(Error::invalid("progress vanished while resuming"))),
         };
-        let acked = Progress {
-            source_next,
-            target_next,
-        };
+        let source_next = map.source_next();
         Ok(PartState {
             source_topic: topic.to_string(),
             target_topic: remote.to_string(),
@@ -530,8 +541,8 @@ impl Flow {
             queued_bytes: 0,
             in_flight: 0,
             epoch: 0,
-            acked,
-            flushed: stored.filter(|s| *s == acked),
+            map,
+            flushed,
             synced_delta: None,
             records: 0,
             bytes: 0,
@@ -540,10 +551,16 @@ impl Flow {
         })
     }
 
-    /// Plans the source from `from` (without producing) until `extra` records are accounted
-    /// for, and returns the source offset after them.
-    async fn walk(&self, topic: &str, partition: i32, from: i64, extra: i64) -> Result<i64> {
-        let mut planner = PartitionPlanner::new(from, None, 0);
+    /// Plans the source from the map's end (without producing) until `extra` more records are
+    /// accounted for, recording them in `map` at the target offsets they landed at.
+    async fn walk(
+        &self,
+        topic: &str,
+        partition: i32,
+        map: &mut OffsetMap,
+        extra: i64,
+    ) -> Result<()> {
+        let mut planner = PartitionPlanner::new(map.source_next(), None, 0);
         let mut left = extra;
         while left > 0 {
             let p = self
@@ -555,14 +572,15 @@ impl Flow {
                 .map_err(|e| Error::from(e).partition(topic, partition).offset(before))?;
             for out in &plan.outgoing {
                 left -= out.source.count();
-                if left == 0 {
-                    return Ok(out.source_next);
-                }
                 if left < 0 {
                     return Err(Error::invalid(format!(
                         "the target's extra records end inside the batch for source offsets {before}..{}; it was not written by this flow",
                         out.source_next
                     )));
+                }
+                record_acked(map, out, map.target_next()).map_err(Error::invalid)?;
+                if left == 0 {
+                    return Ok(());
                 }
             }
             if plan.next_offset == before {
@@ -571,7 +589,7 @@ impl Flow {
                 )));
             }
         }
-        Ok(planner.next_offset())
+        Ok(())
     }
 
     async fn fetch_one(
@@ -703,10 +721,11 @@ impl Flow {
                             st.queue.push_back(out);
                             planned += 1;
                         }
-                        if st.queue.is_empty() && plan.next_offset > st.acked.source_next {
-                            // Only dropped offsets (control batches, aborted data): nothing to
-                            // wait for on the target.
-                            st.acked.source_next = plan.next_offset;
+                        if st.queue.is_empty() && st.planner.next_offset() > st.map.source_next() {
+                            // Only dropped offsets (control batches, aborted data, records
+                            // deleted by retention): nothing to wait for on the target.
+                            let from = st.map.source_next();
+                            st.map.record_dropped(from, st.planner.next_offset());
                         }
                     }
                     Err(e) => {
@@ -827,15 +846,20 @@ impl Flow {
                     st.in_flight = st.in_flight.saturating_sub(1);
                     st.queued_bytes -= out.batch.len();
                     let n = out.source.count();
-                    let base = if base >= 0 {
-                        base
-                    } else {
-                        st.acked.target_next
-                    };
-                    st.acked = Progress {
-                        source_next: out.source_next,
-                        target_next: base + n,
-                    };
+                    let expected = st.map.target_next();
+                    let base = if base >= 0 { base } else { expected };
+                    if base > expected {
+                        tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: {} records at target offsets {expected}..{base} were written by someone else", st.target_topic, k.1, base - expected);
+                    }
+                    if let Err(e) = record_acked(&mut st.map, &out, base) {
+                        let msg = format!(
+                            "cluster {tgt}, topic {}, partition {}, target offset {base}: the acknowledged batch does not fit the offset map ({e}); partition stopped",
+                            st.target_topic, k.1
+                        );
+                        tracing::error!(flow = %name, "{msg}");
+                        st.failed = Some(msg);
+                        continue;
+                    }
                     st.records += n as u64;
                     st.bytes += out.batch.len() as u64;
                 }
@@ -873,11 +897,11 @@ impl Flow {
         let src = self.source.name().to_string();
         let mut records = Vec::new();
         for st in self.parts.values() {
-            if st.flushed != Some(st.acked) {
+            if st.flushed != Some(st.acked()) {
                 let key = progress::key(&src, &st.source_topic, st.partition);
                 records.push((
                     Bytes::from(key),
-                    Some(Bytes::from(progress::encode(&st.acked))),
+                    Some(Bytes::from(progress::encode(&st.map))),
                 ));
             }
         }
@@ -886,9 +910,9 @@ impl Flow {
         }
         store::append(&self.target, PROGRESS_TOPIC, 0, &records).await?;
         for st in self.parts.values_mut() {
-            st.flushed = Some(st.acked);
+            st.flushed = Some(st.acked());
             let key = progress::key(&src, &st.source_topic, st.partition);
-            self.stored_progress.insert(key, st.acked);
+            self.stored_progress.insert(key, st.map.clone());
         }
         Ok(())
     }
@@ -901,13 +925,13 @@ impl Flow {
             if st.records == 0 && st.synced_delta.is_some() {
                 continue;
             }
-            let delta = st.acked.target_next - st.acked.source_next;
-            if st.synced_delta != Some(delta) && st.acked.target_next > 0 {
+            let delta = st.acked().target_next - st.acked().source_next;
+            if st.synced_delta != Some(delta) && st.acked().target_next > 0 {
                 let sync = mm2::OffsetSync {
                     topic: st.source_topic.clone(),
                     partition: st.partition,
-                    upstream_offset: st.acked.source_next,
-                    downstream_offset: st.acked.target_next,
+                    upstream_offset: st.acked().source_next,
+                    downstream_offset: st.acked().target_next,
                 };
                 match sync.encode_key() {
                     Ok(k) => records.push((Bytes::from(k), Some(Bytes::from(sync.encode_value())))),
@@ -944,8 +968,8 @@ impl Flow {
                 source_topic: st.source_topic.clone(),
                 target_topic: st.target_topic.clone(),
                 partition: st.partition,
-                source_next: st.acked.source_next,
-                target_next: st.acked.target_next,
+                source_next: st.acked().source_next,
+                target_next: st.acked().target_next,
                 source_end: st.source_end,
                 records: st.records,
                 bytes: st.bytes,
@@ -965,6 +989,18 @@ impl Flow {
             .filter_map(|p| p.failed.clone().map(|f| (p.label(), f)))
             .collect()
     }
+}
+
+/// Records an acknowledged batch whose first record landed at target offset `base`, and any
+/// source offsets it covers without a record (a dropped tail).
+fn record_acked(map: &mut OffsetMap, out: &Outgoing, base: i64) -> std::result::Result<(), String> {
+    map.record_batch(&out.source, base)
+        .map_err(|e| e.to_string())?;
+    if out.source_next > map.source_next() {
+        let from = map.source_next();
+        map.record_dropped(from, out.source_next);
+    }
+    Ok(())
 }
 
 fn mm2_err(e: mm2::Mm2FormatError) -> Error {

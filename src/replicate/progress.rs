@@ -7,13 +7,13 @@
 //! `source_next` with the same deterministic planning until exactly that many records are
 //! accounted for. The result: no lost and no duplicated record, even after `kill -9`.
 
-use serde::{Deserialize, Serialize};
-
 /// The compacted topic on each target cluster that holds progress records.
 pub const PROGRESS_TOPIC: &str = "strait-progress.internal";
 
+use crate::offsets::OffsetMap;
+
 /// One partition's progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
     /// Every source offset below this one is on the target (or was dropped on purpose).
     pub source_next: i64,
@@ -26,14 +26,24 @@ pub fn key(source_alias: &str, source_topic: &str, partition: i32) -> String {
     format!("{source_alias}|{source_topic}|{partition}")
 }
 
-/// Parses a progress record value.
-pub fn decode(value: &[u8]) -> Option<Progress> {
-    serde_json::from_slice(value).ok()
+impl From<&OffsetMap> for Progress {
+    fn from(m: &OffsetMap) -> Progress {
+        Progress {
+            source_next: m.source_next(),
+            target_next: m.target_next(),
+        }
+    }
+}
+
+/// Parses a progress record value: the partition's exact offset map, which carries the
+/// progress (`source_next`, `target_next`) and every source-to-target correspondence.
+pub fn decode(value: &[u8]) -> Option<OffsetMap> {
+    OffsetMap::decode(value).ok()
 }
 
 /// Encodes a progress record value.
-pub fn encode(p: &Progress) -> Vec<u8> {
-    serde_json::to_vec(p).unwrap_or_default()
+pub fn encode(map: &OffsetMap) -> Vec<u8> {
+    map.encode()
 }
 
 /// How to resume a partition.
@@ -110,6 +120,22 @@ mod tests {
             }
         );
         assert!(matches!(decide(Some(p), 80), Resume::Conflict(_)));
-        assert_eq!(decode(&encode(&p)), Some(p));
+        let mut m = OffsetMap::new(10, 0);
+        m.record_batch(
+            &crate::forward::SourceOffsets::Contiguous {
+                first: 10,
+                count: 90,
+            },
+            0,
+        )
+        .unwrap();
+        let back = decode(&encode(&m)).unwrap();
+        assert_eq!(
+            Progress::from(&back),
+            Progress {
+                source_next: 100,
+                target_next: 90
+            }
+        );
     }
 }
