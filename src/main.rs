@@ -30,6 +30,8 @@ fn main() -> std::process::ExitCode {
             Command::Groups(args) => cli::lists::run(args, ListKind::Groups)
                 .await
                 .map(|s| print!("{s}")),
+            Command::Offsets(args) => cli::offsets::offsets(args).await.map(|s| print!("{s}")),
+            Command::Failover(args) => cli::offsets::failover(args).await.map(|s| print!("{s}")),
         }
     });
     match result {

@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod lists;
+pub mod offsets;
 pub mod probe;
 pub mod run;
 
@@ -45,6 +46,11 @@ pub enum Command {
     Topics(lists::ListArgs),
     /// Change or list a flow's consumer group allow/deny lists (like `srm-control groups`).
     Groups(lists::ListArgs),
+    /// A consumer group's translated offsets on the target (`--export`: CSV for
+    /// `kafka-consumer-groups --reset-offsets --from-file`). Reads only the target cluster.
+    Offsets(offsets::OffsetsArgs),
+    /// Commit a consumer group's translated offsets on the target cluster.
+    Failover(offsets::OffsetsArgs),
 }
 
 /// Sets up `tracing` for the binary.

@@ -235,6 +235,14 @@ impl Cluster {
         Ok((version, resp))
     }
 
+    /// The version of `key` both sides support, as negotiated with any broker.
+    pub async fn negotiated(&self, key: ApiKey) -> Result<i16> {
+        self.any_connection()
+            .await?
+            .version(key)
+            .map_err(|e| self.ctx(e))
+    }
+
     /// Runs `op` until it succeeds, fails with a non-retriable error, or retries run out;
     /// refreshes metadata between attempts when the error calls for it.
     pub async fn retry<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T>
@@ -616,10 +624,14 @@ impl Cluster {
     /// The coordinator node of a consumer group.
     pub async fn group_coordinator(&self, group: &str) -> Result<i32> {
         self.retry("find coordinator", || async move {
+            let version = self.negotiated(ApiKey::FindCoordinator).await?;
             let mut req = FindCoordinatorRequest::default();
-            req.key = StrBytes::from_string(group.to_string());
             req.key_type = 0;
-            req.coordinator_keys = vec![StrBytes::from_string(group.to_string())];
+            if version >= 4 {
+                req.coordinator_keys = vec![StrBytes::from_string(group.to_string())];
+            } else {
+                req.key = StrBytes::from_string(group.to_string());
+            }
             let (_, resp) = self.send(Route::Any, &req).await?;
             let (code, node) = match resp.coordinators.first() {
                 Some(c) => (c.error_code, c.node_id.0),
@@ -636,14 +648,18 @@ impl Cluster {
     /// Committed offsets of a group (all its partitions).
     pub async fn offset_fetch(&self, group: &str) -> Result<OffsetFetchResponse> {
         let node = self.group_coordinator(group).await?;
+        let version = self.negotiated(ApiKey::OffsetFetch).await?;
         let mut req = OffsetFetchRequest::default();
-        req.group_id = GroupId(StrBytes::from_string(group.to_string()));
-        req.topics = None;
-        let mut g =
-            kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup::default();
-        g.group_id = req.group_id.clone();
-        g.topics = None;
-        req.groups = vec![g];
+        if version >= 8 {
+            let mut g =
+                kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup::default();
+            g.group_id = GroupId(StrBytes::from_string(group.to_string()));
+            g.topics = None;
+            req.groups = vec![g];
+        } else {
+            req.group_id = GroupId(StrBytes::from_string(group.to_string()));
+            req.topics = None;
+        }
         Ok(self.send(Route::Node(node), &req).await?.1)
     }
 

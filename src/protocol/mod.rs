@@ -92,6 +92,8 @@ pub mod error_code {
     pub const DUPLICATE_SEQUENCE_NUMBER: i16 = 46;
     /// The producer epoch is stale.
     pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+    /// The group does not exist (newer DescribeGroups versions say so for unknown groups).
+    pub const GROUP_ID_NOT_FOUND: i16 = 69;
     /// The producer id is unknown to the broker.
     pub const UNKNOWN_PRODUCER_ID: i16 = 59;
     /// The leader epoch in the request is stale (retriable).

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use super::groups;
 use super::lists::{self, ListKind, Lists};
 use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
 use super::status::{FlowStatus, PartitionStatus};
@@ -20,11 +21,11 @@ use super::store;
 use crate::client::{Cluster, PendingProduce, EARLIEST, LATEST};
 use crate::config::{FlowConfig, NamingPolicy};
 use crate::error::{Error, Result};
-use crate::filter::{topic_should_replicate, NameFilter};
+use crate::filter::{group_should_sync, topic_should_replicate, NameFilter};
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
-use crate::offsets::OffsetMap;
+use crate::offsets::{OffsetMap, Translation};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
 use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
@@ -101,6 +102,8 @@ pub struct Flow {
     reported: HashMap<String, String>,
     status: watch::Sender<FlowStatus>,
     in_flight: VecDeque<InFlight>,
+    /// Last checkpoint written per (group, target topic, partition): (upstream, downstream).
+    checkpointed: HashMap<(String, String, i32), (i64, i64)>,
 }
 
 /// A Produce request in flight and the partitions it carries (with their epoch at send time).
@@ -147,6 +150,7 @@ impl Flow {
             reported: HashMap::new(),
             status,
             in_flight: VecDeque::new(),
+            checkpointed: HashMap::new(),
         }
     }
 
@@ -182,6 +186,7 @@ impl Flow {
         let mut next_refresh = Instant::now();
         let mut next_heartbeat = Instant::now();
         let mut next_flush = Instant::now() + Duration::from_secs(1);
+        let mut next_checkpoint = Instant::now() + Duration::from_secs(1);
         let mut next_sync =
             Instant::now() + self.cfg.offset_sync_interval.min(Duration::from_secs(5));
         while !*shutdown.borrow() {
@@ -228,6 +233,19 @@ impl Flow {
                 }
                 next_flush = Instant::now() + Duration::from_secs(1);
             }
+            if (self.cfg.emit_checkpoints || self.cfg.sync_group_offsets)
+                && Instant::now() >= next_checkpoint
+            {
+                if let Err(e) = self.checkpoints().await {
+                    tracing::warn!(flow = %name, "checkpoints failed: {e}");
+                }
+                let every = if self.cfg.emit_checkpoints {
+                    self.cfg.checkpoint_interval
+                } else {
+                    self.cfg.sync_group_offsets_interval
+                };
+                next_checkpoint = Instant::now() + every;
+            }
             if self.cfg.emit_offset_syncs && Instant::now() >= next_sync {
                 if let Err(e) = self.offset_syncs().await {
                     tracing::warn!(flow = %name, "offset syncs failed: {e}");
@@ -266,6 +284,10 @@ impl Flow {
                     self.stored_progress.insert(k, p);
                 }
             }
+        }
+        for ((g, t, p), c) in groups::read_checkpoints(&self.target, &src).await? {
+            self.checkpointed
+                .insert((g, t, p), (c.upstream_offset, c.downstream_offset));
         }
         let (id, epoch) = self.target.init_producer_id().await?;
         self.producer = Some(ProducerIdentity { id, epoch });
@@ -887,6 +909,180 @@ impl Flow {
                     tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: produce error {}, resending", st.target_topic, k.1, error_code::name(code));
                     st.in_flight = 0;
                     st.epoch += 1;
+                }
+            }
+        }
+    }
+
+    /// Reads the committed offsets of the source's consumer groups that pass the group lists,
+    /// translates them exactly, writes MM2 checkpoints to the target, and (with
+    /// `sync_group_offsets`) commits them for groups with no active members on the target.
+    ///
+    /// Offsets on topics this flow replicates go through this flow's offset maps. Offsets on
+    /// topics that came from the target (failback: `cluster_a.global_iot` on cluster_b, for the
+    /// flow cluster_b -> cluster_a) go back through the reverse flow's maps, stored in the
+    /// source cluster.
+    async fn checkpoints(&mut self) -> Result<()> {
+        let (src, dst) = (
+            self.source.name().to_string(),
+            self.target.name().to_string(),
+        );
+        let lists = lists::read(&self.target, ListKind::Groups, &src, &dst)
+            .await?
+            .unwrap_or_else(|| Lists {
+                include: self.cfg.groups.clone(),
+                exclude: self.cfg.groups_exclude.clone(),
+            });
+        let filter = NameFilter::new(&lists.include, &lists.exclude).map_err(|e| {
+            Error::invalid(format!(
+                "bad group regex in the lists of {}: {e}",
+                self.name()
+            ))
+        })?;
+        let all = self.source.list_groups().await?;
+        let groups: Vec<String> = all
+            .iter()
+            .filter(|g| group_should_sync(&filter, g))
+            .cloned()
+            .collect();
+        tracing::debug!(flow = %self.name(), listed = all.len(), selected = groups.len(), "checkpoint pass");
+        if groups.is_empty() {
+            return Ok(());
+        }
+        // Maps of the reverse flow (dst -> src), stored in the source cluster.
+        let prefix = format!("{dst}|");
+        let mut reverse: HashMap<(String, i32), OffsetMap> = HashMap::new();
+        if self.source.topic(PROGRESS_TOPIC).await?.is_some() {
+            for (k, v) in store::read_latest(&self.source, PROGRESS_TOPIC).await? {
+                let Ok(k) = String::from_utf8(k.to_vec()) else {
+                    continue;
+                };
+                let Some(rest) = k.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let Some((topic, p)) = rest.rsplit_once('|') else {
+                    continue;
+                };
+                let (Ok(p), Some(map)) = (p.parse::<i32>(), progress::decode(&v)) else {
+                    continue;
+                };
+                reverse.insert((topic.to_string(), p), map);
+            }
+        }
+        let mut checkpoints = Vec::new();
+        for group in &groups {
+            let committed = match groups::committed(&self.source, group).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot read committed offsets: {e}");
+                    continue;
+                }
+            };
+            for c in committed {
+                let translated = if let Some(st) = self.parts.get(&(c.topic.clone(), c.partition)) {
+                    Some((st.target_topic.clone(), st.map.to_target(c.offset)))
+                } else if self.policy.topic_source(&c.topic).as_deref() == Some(dst.as_str()) {
+                    let original = self.policy.upstream_topic(&c.topic).unwrap_or_default();
+                    reverse
+                        .get(&(original.clone(), c.partition))
+                        .map(|m| (original, m.to_source(c.offset)))
+                } else {
+                    None
+                };
+                tracing::debug!(flow = %self.name(), %group, topic = %c.topic, partition = c.partition, committed = c.offset, ?translated, "translating");
+                let Some((topic, Translation::Exact(downstream))) = translated else {
+                    continue;
+                };
+                let key = (group.clone(), topic.clone(), c.partition);
+                if self.checkpointed.get(&key) == Some(&(c.offset, downstream)) {
+                    continue;
+                }
+                checkpoints.push(mm2::Checkpoint {
+                    consumer_group_id: group.clone(),
+                    topic,
+                    partition: c.partition,
+                    upstream_offset: c.offset,
+                    downstream_offset: downstream,
+                    metadata: c.metadata,
+                });
+            }
+        }
+        if self.cfg.emit_checkpoints {
+            groups::write_checkpoints(&self.target, &src, &checkpoints, self.replication_factor)
+                .await?;
+        }
+        if self.cfg.sync_group_offsets {
+            self.sync_group_offsets(&checkpoints).await;
+        }
+        for c in checkpoints {
+            let prev = self.checkpointed.insert(
+                (c.consumer_group_id, c.topic, c.partition),
+                (c.upstream_offset, c.downstream_offset),
+            );
+            let _ = prev;
+        }
+        Ok(())
+    }
+
+    /// Commits translated offsets on the target for groups with no active members there. A
+    /// group is never moved backwards, and offsets it committed on the target itself (anything
+    /// other than what strait last translated) are left alone.
+    async fn sync_group_offsets(&self, checkpoints: &[mm2::Checkpoint]) {
+        let mut by_group: BTreeMap<&str, Vec<&mm2::Checkpoint>> = BTreeMap::new();
+        for c in checkpoints {
+            by_group
+                .entry(c.consumer_group_id.as_str())
+                .or_default()
+                .push(c);
+        }
+        for (group, cps) in by_group {
+            match groups::active_members(&self.target, group).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::debug!(flow = %self.name(), %group, members = n, "group active on the target; offsets not synced");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot describe group on the target: {e}");
+                    continue;
+                }
+            }
+            let current: HashMap<(String, i32), i64> = match groups::committed(&self.target, group)
+                .await
+            {
+                Ok(c) => c
+                    .into_iter()
+                    .map(|c| ((c.topic, c.partition), c.offset))
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot read offsets on the target: {e}");
+                    continue;
+                }
+            };
+            let mut commits = Vec::new();
+            for c in cps {
+                let now = current.get(&(c.topic.clone(), c.partition)).copied();
+                let ours = self
+                    .checkpointed
+                    .get(&(group.to_string(), c.topic.clone(), c.partition))
+                    .map(|x| x.1);
+                let ok = match now {
+                    None => true,
+                    Some(n) => Some(n) == ours && c.downstream_offset > n,
+                };
+                if ok {
+                    commits.push((c.topic.clone(), c.partition, c.downstream_offset));
+                }
+            }
+            if commits.is_empty() {
+                continue;
+            }
+            match groups::commit(&self.target, group, &commits).await {
+                Ok(()) => {
+                    tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced group offsets to the target")
+                }
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "group offset sync failed: {e}")
                 }
             }
         }

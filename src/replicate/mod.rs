@@ -7,6 +7,7 @@
 //! - [`status`]: what flows report.
 
 pub mod flow;
+pub mod groups;
 pub mod lists;
 pub mod progress;
 pub mod status;

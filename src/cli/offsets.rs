@@ -1,0 +1,120 @@
+//! `strait offsets` and `strait failover`: a consumer group's translated offsets on the target
+//! cluster, from the checkpoints strait stored there. Both read only the target cluster, so
+//! they work when the source is down.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use strait::client::Cluster;
+use strait::error::{Error, Result};
+use strait::replicate::groups;
+
+/// Arguments of `strait offsets` and `strait failover`.
+#[derive(Debug, clap::Args)]
+pub struct OffsetsArgs {
+    /// Configuration file (TOML or mm2.properties).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Source cluster alias (where the group consumed until now).
+    #[arg(long)]
+    pub source: String,
+    /// Target cluster alias (where the group moves to).
+    #[arg(long)]
+    pub target: String,
+    /// Consumer group.
+    #[arg(long)]
+    pub group: String,
+    /// Print `topic,partition,offset` lines, the input of
+    /// `kafka-consumer-groups --reset-offsets --from-file` (offsets only).
+    #[arg(long)]
+    pub export: bool,
+    /// Show what failover would commit without committing (failover only).
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+async fn translated(args: &OffsetsArgs) -> Result<(Cluster, Vec<(String, i32, i64)>)> {
+    let config = strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
+    let settings = config.clusters.get(&args.target).ok_or_else(|| {
+        Error::invalid(format!(
+            "{}: unknown cluster alias {:?}",
+            config.origin, args.target
+        ))
+    })?;
+    if !config.clusters.contains_key(&args.source) {
+        return Err(Error::invalid(format!(
+            "{}: unknown cluster alias {:?}",
+            config.origin, args.source
+        )));
+    }
+    strait::replicate::check_supported(&config.origin, settings)?;
+    let target = Cluster::connect(strait::replicate::cluster_config(settings)).await?;
+    let offsets: Vec<(String, i32, i64)> = groups::read_checkpoints(&target, &args.source)
+        .await?
+        .into_values()
+        .filter(|c| c.consumer_group_id == args.group)
+        .map(|c| (c.topic, c.partition, c.downstream_offset))
+        .collect();
+    if offsets.is_empty() {
+        return Err(Error::invalid(format!(
+            "cluster {}: no checkpoint for group {:?} from cluster {} (is the flow {}->{} running with the group in its lists?)",
+            args.target, args.group, args.source, args.source, args.target
+        )));
+    }
+    Ok((target, offsets))
+}
+
+/// `strait offsets`: the group's offsets on the target.
+pub async fn offsets(args: &OffsetsArgs) -> Result<String> {
+    let (_, offsets) = translated(args).await?;
+    let mut out = String::new();
+    if args.export {
+        for (t, p, o) in &offsets {
+            let _ = writeln!(out, "{t},{p},{o}");
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<24} {:<32} {:>9} {:>12}",
+            "GROUP", "TOPIC", "PARTITION", "OFFSET"
+        );
+        for (t, p, o) in &offsets {
+            let _ = writeln!(out, "{:<24} {:<32} {:>9} {:>12}", args.group, t, p, o);
+        }
+    }
+    Ok(out)
+}
+
+/// `strait failover`: commits the group's translated offsets on the target.
+pub async fn failover(args: &OffsetsArgs) -> Result<String> {
+    let (target, offsets) = translated(args).await?;
+    let active = groups::active_members(&target, &args.group).await?;
+    if active > 0 {
+        return Err(Error::invalid(format!(
+            "cluster {}: group {:?} has {active} active member(s); stop its consumers on {} before failing over",
+            args.target, args.group, args.target
+        )));
+    }
+    if !args.dry_run {
+        groups::commit(&target, &args.group, &offsets).await?;
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<32} {:>9} {:>12}",
+        "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"
+    );
+    for (t, p, o) in &offsets {
+        let _ = writeln!(out, "{:<24} {:<32} {:>9} {:>12}", args.group, t, p, o);
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        if args.dry_run {
+            format!("dry run: nothing committed on cluster {}", args.target)
+        } else {
+            format!("committed on cluster {}", args.target)
+        }
+    );
+    Ok(out)
+}
