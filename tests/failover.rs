@@ -414,3 +414,98 @@ fn lab6_failover_and_failback_resume_exactly() {
     );
     assert!(ok, "failover with cluster_a stopped: {err}");
 }
+
+#[test]
+fn group_offset_sync_moves_idle_groups_forward_and_leaves_their_own_commits_alone() {
+    let a = Broker::start("a");
+    let (b, _proxy_b) = Broker::start_behind_proxy("b");
+    let dir = std::env::temp_dir().join(topic_name("sync"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("flow.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"t\"]\ngroups = [\"synced\", \"own\"]\n\
+             refresh_topics_interval_secs = 1\ncheckpoint_interval_secs = 1\nsync_group_offsets = true\nsync_group_offsets_interval_secs = 1\n",
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+    )
+    .expect("config");
+    create_topic(&a.bootstrap(), "t", 1);
+    let records: Vec<TestRecord> = (0..1000)
+        .map(|i| TestRecord {
+            partition: Some(0),
+            ..TestRecord::kv(format!("k{i}"), format!("v{i}"))
+        })
+        .collect();
+    produce_records(&a.bootstrap(), "t", &records, Codec::None);
+    let commit = |bootstrap: &str, group: &str, topic: &str, offset: i64| {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 0, Offset::Offset(offset))
+            .expect("tpl");
+        c.commit(&tpl, CommitMode::Sync).expect("commit");
+    };
+    let committed = |bootstrap: &str, group: &str, topic: &str| -> Option<i64> {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", group)
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(topic, 0);
+        let got = c
+            .committed_offsets(tpl, Duration::from_secs(10))
+            .expect("committed");
+        got.elements().first().and_then(|e| match e.offset() {
+            Offset::Offset(o) => Some(o),
+            _ => None,
+        })
+    };
+    commit(&a.bootstrap(), "synced", "t", 300);
+    commit(&a.bootstrap(), "own", "t", 300);
+    // "own" already committed on b itself: strait must leave that alone.
+    create_topic(&b.bootstrap(), "a.t", 1);
+    commit(&b.bootstrap(), "own", "a.t", 5);
+    let log = dir.join("run.log");
+    let _run = Run(Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["--log", "info", "run", "--config"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("strait run"));
+    wait_until(
+        "synced group committed on b",
+        Duration::from_secs(60),
+        &log,
+        || committed(&b.bootstrap(), "synced", "a.t") == Some(300),
+    );
+    // The group moves on at the source: the target follows, forwards only.
+    commit(&a.bootstrap(), "synced", "t", 700);
+    wait_until(
+        "synced group moved forward on b",
+        Duration::from_secs(60),
+        &log,
+        || committed(&b.bootstrap(), "synced", "a.t") == Some(700),
+    );
+    commit(&a.bootstrap(), "synced", "t", 100);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        committed(&b.bootstrap(), "synced", "a.t"),
+        Some(700),
+        "never moved backwards"
+    );
+    assert_eq!(
+        committed(&b.bootstrap(), "own", "a.t"),
+        Some(5),
+        "the group's own commit on b is left alone"
+    );
+}
