@@ -338,6 +338,20 @@ fn lab6_failover_and_failback_resume_exactly() {
             "cmd.failover partition {p}: exactly the next record"
         );
     }
+    // It consumes more on B too.
+    read(&cmd, 500);
+    cmd.commit_consumer_state(CommitMode::Sync)
+        .expect("commit on B");
+    let mut cmd_b = BTreeMap::new();
+    for e in cmd
+        .committed(Duration::from_secs(10))
+        .expect("committed on B")
+        .elements()
+    {
+        if let Offset::Offset(o) = e.offset() {
+            cmd_b.insert(e.partition(), o - 1);
+        }
+    }
     drop(cmd);
 
     // Failback: good.failover goes home to A, resuming after what it read on B.
@@ -388,6 +402,54 @@ fn lab6_failover_and_failback_resume_exactly() {
             first[p].1,
             on_a[&(*p, last_b[p] + 1)],
             "failback partition {p}: exactly the next record"
+        );
+    }
+    drop(home);
+
+    // cmd.failover goes home too, with exported offsets applied by a client.
+    wait_until(
+        "failback checkpoints of cmd.failover",
+        Duration::from_secs(60),
+        &log,
+        || {
+            export(&config, "cluster_b", "cluster_a", "cmd.failover")
+                .map(|m| {
+                    cmd_b
+                        .iter()
+                        .all(|(p, o)| m.get(&(TOPIC.to_string(), *p)) == Some(&(o + 1)))
+                })
+                .unwrap_or(false)
+        },
+    );
+    let csv = export(&config, "cluster_b", "cluster_a", "cmd.failover").expect("export");
+    {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", a.bootstrap())
+            .set("group.id", "cmd.failover")
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("admin-like consumer");
+        let mut tpl = TopicPartitionList::new();
+        for ((t, p), o) in &csv {
+            tpl.add_partition_offset(t, *p, Offset::Offset(*o))
+                .expect("tpl");
+        }
+        c.commit(&tpl, CommitMode::Sync)
+            .expect("reset offsets on A");
+    }
+    let home = consumer(&a.bootstrap(), "cmd.failover", TOPIC, "latest");
+    let homeward: Vec<i32> = cmd_b
+        .iter()
+        .filter(|(_, l)| **l + 1 < per_partition)
+        .map(|(p, _)| *p)
+        .collect();
+    assert!(!homeward.is_empty(), "{cmd_b:?}");
+    let first = first_per_partition(&home, &homeward);
+    for p in &homeward {
+        assert_eq!(
+            first[p].1,
+            on_a[&(*p, cmd_b[p] + 1)],
+            "cmd.failover failback partition {p}: exactly the next record"
         );
     }
     drop(home);
