@@ -364,8 +364,11 @@ async fn read_loop(mut r: OwnedReadHalf, pending: Pending, broken: Arc<AtomicBoo
     }
 }
 
-/// Reads one frame. The buffer grows with the bytes that actually arrive, so a declared size
-/// never turns into an allocation by itself.
+/// Frames up to this size get their whole buffer at once (no reallocation, so record bytes are
+/// read into place once); larger ones, up to the cap, grow with the bytes that actually arrive.
+const PREALLOCATE_UP_TO: usize = 64 * 1024 * 1024;
+
+/// Reads one frame. The declared size is checked against the cap before anything is allocated.
 async fn read_frame(r: &mut OwnedReadHalf, max: usize) -> Result<Bytes, String> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len).await.map_err(|e| match e.kind() {
@@ -373,7 +376,11 @@ async fn read_frame(r: &mut OwnedReadHalf, max: usize) -> Result<Bytes, String> 
         _ => e.to_string(),
     })?;
     let size = check_frame_size(i32::from_be_bytes(len), max).map_err(|e| e.to_string())?;
-    let mut buf = BytesMut::with_capacity(size.min(64 * 1024));
+    let mut buf = BytesMut::with_capacity(if size <= PREALLOCATE_UP_TO {
+        size
+    } else {
+        64 * 1024
+    });
     while buf.len() < size {
         if buf.capacity() == buf.len() {
             let grow = (size - buf.len()).min(buf.capacity().max(64 * 1024));
