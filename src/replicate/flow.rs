@@ -265,7 +265,15 @@ impl Flow {
         while !self.in_flight.is_empty() {
             self.receive_one().await;
         }
-        self.flush_progress().await?;
+        let mut attempt = 0;
+        while let Err(e) = self.flush_progress().await {
+            attempt += 1;
+            if attempt == 5 {
+                return Err(e);
+            }
+            tracing::warn!(flow = %name, "progress write failed, retrying: {e}");
+            tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+        }
         tracing::info!(flow = %name, "stopped");
         Ok(())
     }
@@ -320,7 +328,7 @@ impl Flow {
             target_cluster_alias: self.target.name().to_string(),
             timestamp_ms: store::now_ms(),
         };
-        store::append(
+        store::append_once(
             &self.target,
             mm2::HEARTBEATS_TOPIC,
             0,
@@ -336,7 +344,7 @@ impl Flow {
                 target_cluster_alias: self.source.name().to_string(),
                 timestamp_ms: store::now_ms(),
             };
-            store::append(
+            store::append_once(
                 &self.source,
                 mm2::HEARTBEATS_TOPIC,
                 0,
@@ -769,7 +777,12 @@ impl Flow {
             .parts
             .iter()
             .filter(|(_, s)| {
-                s.failed.is_none() && s.queue.len() > s.in_flight && s.in_flight < MAX_IN_FLIGHT
+                // Nothing is written for a partition before its starting position is durable:
+                // a crash then always leaves a progress record to resume from.
+                s.failed.is_none()
+                    && s.flushed.is_some()
+                    && s.queue.len() > s.in_flight
+                    && s.in_flight < MAX_IN_FLIGHT
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -1104,7 +1117,7 @@ impl Flow {
         if records.is_empty() {
             return Ok(());
         }
-        store::append(&self.target, PROGRESS_TOPIC, 0, &records).await?;
+        store::append_once(&self.target, PROGRESS_TOPIC, 0, &records).await?;
         for st in self.parts.values_mut() {
             st.flushed = Some(st.acked());
             let key = progress::key(&src, &st.source_topic, st.partition);
@@ -1141,7 +1154,7 @@ impl Flow {
         if records.is_empty() {
             return Ok(());
         }
-        store::append(
+        store::append_once(
             &self.target,
             &mm2::offset_syncs_topic(self.target.name()),
             0,

@@ -144,7 +144,7 @@ pub async fn write_checkpoints(
         })?;
         records.push((Bytes::from(key), Some(Bytes::from(value))));
     }
-    store::append(target, &topic, 0, &records).await?;
+    store::append_once(target, &topic, 0, &records).await?;
     Ok(())
 }
 

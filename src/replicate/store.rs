@@ -43,12 +43,34 @@ pub async fn ensure_compacted_topic(
     Ok(())
 }
 
-/// Appends `records` (key, value, timestamp) to partition `partition` of `topic` in one batch.
+/// Appends `records` to partition `partition` of `topic` in one batch, retrying retriable
+/// errors with backoff (for commands; a running flow uses [`append_once`]).
 pub async fn append(
     cluster: &Cluster,
     topic: &str,
     partition: i32,
     records: &[(Bytes, Option<Bytes>)],
+) -> Result<i64> {
+    append_with(cluster, topic, partition, records, true).await
+}
+
+/// Appends in one attempt: a running flow retries on its next pass instead of stalling its
+/// data path in backoff.
+pub async fn append_once(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    records: &[(Bytes, Option<Bytes>)],
+) -> Result<i64> {
+    append_with(cluster, topic, partition, records, false).await
+}
+
+async fn append_with(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    records: &[(Bytes, Option<Bytes>)],
+    retry: bool,
 ) -> Result<i64> {
     if records.is_empty() {
         return Ok(-1);
@@ -73,37 +95,38 @@ pub async fn append(
     let batch = RecordBatch::new(encode_batch(&fields, Compression::None, &recs)?)?
         .rewrite(&HeaderRewrite::default());
     let batch = &batch;
-    cluster
-        .retry("append", || async move {
-            let (leader, _) = cluster.leader(topic, partition).await?;
-            let topics = [ProduceTopic {
-                name: topic.to_string(),
-                partitions: vec![ProducePartition {
-                    partition,
-                    batch: batch.clone(),
-                }],
-            }];
-            let settings = ProduceSettings {
-                transactional_id: None,
-                acks: -1,
-                timeout_ms: 30_000,
-            };
-            let resp = cluster.produce(leader, &settings, &topics).await?;
-            let p = resp
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::invalid("empty produce response"))?;
-            if p.error_code != error_code::NONE {
-                if error_code::needs_metadata_refresh(p.error_code) {
-                    cluster.invalidate(topic);
-                }
-                return Err(
-                    Error::broker(p.error_code, p.error_message).partition(topic, partition)
-                );
+    let attempt = || async move {
+        let (leader, _) = cluster.leader(topic, partition).await?;
+        let topics = [ProduceTopic {
+            name: topic.to_string(),
+            partitions: vec![ProducePartition {
+                partition,
+                batch: batch.clone(),
+            }],
+        }];
+        let settings = ProduceSettings {
+            transactional_id: None,
+            acks: -1,
+            timeout_ms: 30_000,
+        };
+        let resp = cluster.produce(leader, &settings, &topics).await?;
+        let p = resp
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::invalid("empty produce response"))?;
+        if p.error_code != error_code::NONE {
+            if error_code::needs_metadata_refresh(p.error_code) {
+                cluster.invalidate(topic);
             }
-            Ok(p.base_offset)
-        })
-        .await
+            return Err(Error::broker(p.error_code, p.error_message).partition(topic, partition));
+        }
+        Ok(p.base_offset)
+    };
+    if retry {
+        cluster.retry("append", attempt).await
+    } else {
+        attempt().await.map_err(|e| e.cluster(cluster.name()))
+    }
 }
 
 /// Every record of one partition, in offset order, as (offset, timestamp, key, value).
