@@ -1028,11 +1028,10 @@ impl Flow {
             self.sync_group_offsets(&checkpoints).await;
         }
         for c in checkpoints {
-            let prev = self.checkpointed.insert(
+            self.checkpointed.insert(
                 (c.consumer_group_id, c.topic, c.partition),
                 (c.upstream_offset, c.downstream_offset),
             );
-            let _ = prev;
         }
         Ok(())
     }
