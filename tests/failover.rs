@@ -133,6 +133,23 @@ fn export(
     )
 }
 
+/// Commits `offsets` for `group` with a client, as `kafka-consumer-groups --reset-offsets
+/// --from-file` would.
+fn apply(bootstrap: &str, group: &str, offsets: &BTreeMap<(String, i32), i64>) {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("admin-like consumer");
+    let mut tpl = TopicPartitionList::new();
+    for ((t, p), o) in offsets {
+        tpl.add_partition_offset(t, *p, Offset::Offset(*o))
+            .expect("tpl");
+    }
+    c.commit(&tpl, CommitMode::Sync).expect("reset offsets");
+}
+
 struct Run(Child);
 impl Drop for Run {
     fn drop(&mut self) {
@@ -264,21 +281,7 @@ fn lab6_failover_and_failback_resume_exactly() {
 
     // good.failover: `strait offsets --export`, applied with client calls.
     let csv = export(&config, "cluster_a", "cluster_b", "good.failover").expect("export");
-    {
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", b.bootstrap())
-            .set("group.id", "good.failover")
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("admin-like consumer");
-        let mut tpl = TopicPartitionList::new();
-        for ((t, p), o) in &csv {
-            tpl.add_partition_offset(t, *p, Offset::Offset(*o))
-                .expect("tpl");
-        }
-        c.commit(&tpl, CommitMode::Sync)
-            .expect("reset offsets on B");
-    }
+    apply(&b.bootstrap(), "good.failover", &csv);
     let expect_next = |group: &str| -> BTreeMap<i32, Vec<u8>> {
         consumed[group]
             .iter()
@@ -422,21 +425,7 @@ fn lab6_failover_and_failback_resume_exactly() {
         },
     );
     let csv = export(&config, "cluster_b", "cluster_a", "cmd.failover").expect("export");
-    {
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", a.bootstrap())
-            .set("group.id", "cmd.failover")
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("admin-like consumer");
-        let mut tpl = TopicPartitionList::new();
-        for ((t, p), o) in &csv {
-            tpl.add_partition_offset(t, *p, Offset::Offset(*o))
-                .expect("tpl");
-        }
-        c.commit(&tpl, CommitMode::Sync)
-            .expect("reset offsets on A");
-    }
+    apply(&a.bootstrap(), "cmd.failover", &csv);
     let home = consumer(&a.bootstrap(), "cmd.failover", TOPIC, "latest");
     let homeward: Vec<i32> = cmd_b
         .iter()

@@ -29,49 +29,45 @@ pub struct Committed {
     pub metadata: String,
 }
 
+/// Collects committed partitions from OffsetFetch topics (v8+ `groups[].topics` and older
+/// `topics` have different types with the same fields).
+macro_rules! collect_committed {
+    ($topics:expr, $out:expr) => {
+        for t in $topics {
+            for p in &t.partitions {
+                if p.error_code == error_code::NONE && p.committed_offset >= 0 {
+                    $out.push(Committed {
+                        topic: t.name.0.to_string(),
+                        partition: p.partition_index,
+                        offset: p.committed_offset,
+                        metadata: p
+                            .metadata
+                            .as_ref()
+                            .map(|m| m.to_string())
+                            .unwrap_or_default(),
+                    });
+                }
+            }
+        }
+    };
+}
+
 /// A group's committed offsets on a cluster (partitions without a commit are left out).
 pub async fn committed(cluster: &Cluster, group: &str) -> Result<Vec<Committed>> {
     let resp = cluster.offset_fetch(group).await?;
     let mut out = Vec::new();
-    if let Some(g) = resp.groups.first() {
-        if g.error_code != error_code::NONE {
-            return Err(Error::broker(g.error_code, None).cluster(cluster.name()));
-        }
-        for t in &g.topics {
-            for p in &t.partitions {
-                if p.error_code == error_code::NONE && p.committed_offset >= 0 {
-                    out.push(Committed {
-                        topic: t.name.0.to_string(),
-                        partition: p.partition_index,
-                        offset: p.committed_offset,
-                        metadata: p
-                            .metadata
-                            .as_ref()
-                            .map(|m| m.to_string())
-                            .unwrap_or_default(),
-                    });
-                }
+    match resp.groups.first() {
+        Some(g) => {
+            if g.error_code != error_code::NONE {
+                return Err(Error::broker(g.error_code, None).cluster(cluster.name()));
             }
+            collect_committed!(&g.topics, out);
         }
-    } else {
-        if resp.error_code != error_code::NONE {
-            return Err(Error::broker(resp.error_code, None).cluster(cluster.name()));
-        }
-        for t in &resp.topics {
-            for p in &t.partitions {
-                if p.error_code == error_code::NONE && p.committed_offset >= 0 {
-                    out.push(Committed {
-                        topic: t.name.0.to_string(),
-                        partition: p.partition_index,
-                        offset: p.committed_offset,
-                        metadata: p
-                            .metadata
-                            .as_ref()
-                            .map(|m| m.to_string())
-                            .unwrap_or_default(),
-                    });
-                }
+        None => {
+            if resp.error_code != error_code::NONE {
+                return Err(Error::broker(resp.error_code, None).cluster(cluster.name()));
             }
+            collect_committed!(&resp.topics, out);
         }
     }
     out.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
