@@ -4,7 +4,6 @@
 
 use bytes::Bytes;
 use strait::client::{Cluster, ClusterConfig};
-use strait::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 use strait::records::record::{encode_batch, BatchHeaderFields, Record};
 use strait::records::{Compression, HeaderRewrite, RecordBatch};
 
@@ -57,28 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let batch = RecordBatch::new(encode_batch(&fields, codec, &recs)?)?
             .rewrite(&HeaderRewrite::default());
-        let (leader, _) = cluster.leader(topic, p).await?;
-        let t = [ProduceTopic {
-            name: topic.clone(),
-            partitions: vec![ProducePartition {
-                partition: p,
-                batch,
-            }],
-        }];
-        let s = ProduceSettings {
-            transactional_id: None,
-            acks: -1,
-            timeout_ms: 30_000,
-        };
-        for r in cluster.produce(leader, &s, &t).await? {
-            if r.error_code != 0 {
-                return Err(format!(
-                    "produce error {} on partition {}",
-                    r.error_code, r.partition
-                )
-                .into());
-            }
-        }
+        cluster.produce_batch(topic, p, &batch).await?;
         written += count;
     }
     println!("wrote {written} records to {topic}");

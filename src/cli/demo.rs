@@ -10,7 +10,6 @@ use bytes::Bytes;
 use strait::client::{Cluster, ClusterConfig, LATEST};
 use strait::error::{Error, Result};
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
-use strait::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 use strait::records::record::{
     decode_records, encode_batch, BatchHeaderFields, Record, RecordHeader,
 };
@@ -176,26 +175,7 @@ async fn fill(
                 };
                 let bytes = encode_batch(&fields, codec, &recs)?;
                 let batch = RecordBatch::new(bytes)?.rewrite(&HeaderRewrite::default());
-                let (leader, _) = cluster.leader(topic, part as i32).await?;
-                let topics = [ProduceTopic {
-                    name: topic.to_string(),
-                    partitions: vec![ProducePartition {
-                        partition: part as i32,
-                        batch,
-                    }],
-                }];
-                let settings = ProduceSettings {
-                    transactional_id: None,
-                    acks: -1,
-                    timeout_ms: 30_000,
-                };
-                for r in cluster.produce(leader, &settings, &topics).await? {
-                    if r.error_code != 0 {
-                        return Err(Error::broker(r.error_code, r.error_message)
-                            .cluster(cluster.name())
-                            .partition(topic, r.partition));
-                    }
-                }
+                cluster.produce_batch(topic, part as i32, &batch).await?;
             }
         }
     }

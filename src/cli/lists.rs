@@ -5,7 +5,6 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use strait::client::Cluster;
 use strait::config::Config;
 use strait::error::{Error, Result};
 use strait::replicate::lists::{self, ListKind, Lists};
@@ -72,12 +71,9 @@ pub async fn run(args: &ListArgs, kind: ListKind) -> Result<String> {
         regex::Regex::new(&format!("^(?:{re})$"))
             .map_err(|e| Error::invalid(format!("bad regex {re:?}: {e}")))?;
     }
-    let settings = config
-        .clusters
-        .get(&args.target)
-        .ok_or_else(|| Error::invalid(format!("unknown cluster {}", args.target)))?;
-    strait::replicate::check_supported(&config.origin, settings)?;
-    let target = Cluster::connect(strait::replicate::cluster_config(settings)).await?;
+    let replication_factor =
+        strait::replicate::cluster_settings(&config, &args.target)?.replication_factor;
+    let target = strait::replicate::connect_once(&config, &args.target).await?;
     let mut current = lists::read(&target, kind, &args.source, &args.target)
         .await?
         .unwrap_or(initial);
@@ -101,7 +97,7 @@ pub async fn run(args: &ListArgs, kind: ListKind) -> Result<String> {
             &args.source,
             &args.target,
             &current,
-            settings.replication_factor,
+            replication_factor,
         )
         .await?;
     }

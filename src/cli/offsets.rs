@@ -35,20 +35,8 @@ pub struct OffsetsArgs {
 
 async fn translated(args: &OffsetsArgs) -> Result<(Cluster, Vec<(String, i32, i64)>)> {
     let config = strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
-    let settings = config.clusters.get(&args.target).ok_or_else(|| {
-        Error::invalid(format!(
-            "{}: unknown cluster alias {:?}",
-            config.origin, args.target
-        ))
-    })?;
-    if !config.clusters.contains_key(&args.source) {
-        return Err(Error::invalid(format!(
-            "{}: unknown cluster alias {:?}",
-            config.origin, args.source
-        )));
-    }
-    strait::replicate::check_supported(&config.origin, settings)?;
-    let target = Cluster::connect(strait::replicate::cluster_config(settings)).await?;
+    strait::replicate::cluster_settings(&config, &args.source)?;
+    let target = strait::replicate::connect_once(&config, &args.target).await?;
     let offsets: Vec<(String, i32, i64)> = groups::read_checkpoints(&target, &args.source)
         .await?
         .into_values()
@@ -64,23 +52,29 @@ async fn translated(args: &OffsetsArgs) -> Result<(Cluster, Vec<(String, i32, i6
     Ok((target, offsets))
 }
 
+/// The offsets as a `GROUP TOPIC PARTITION <offset_header>` table.
+fn table(group: &str, offset_header: &str, offsets: &[(String, i32, i64)]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<32} {:>9} {:>12}",
+        "GROUP", "TOPIC", "PARTITION", offset_header
+    );
+    for (t, p, o) in offsets {
+        let _ = writeln!(out, "{group:<24} {t:<32} {p:>9} {o:>12}");
+    }
+    out
+}
+
 /// `strait offsets`: the group's offsets on the target.
 pub async fn offsets(args: &OffsetsArgs) -> Result<String> {
     let (_, offsets) = translated(args).await?;
+    if !args.export {
+        return Ok(table(&args.group, "OFFSET", &offsets));
+    }
     let mut out = String::new();
-    if args.export {
-        for (t, p, o) in &offsets {
-            let _ = writeln!(out, "{t},{p},{o}");
-        }
-    } else {
-        let _ = writeln!(
-            out,
-            "{:<24} {:<32} {:>9} {:>12}",
-            "GROUP", "TOPIC", "PARTITION", "OFFSET"
-        );
-        for (t, p, o) in &offsets {
-            let _ = writeln!(out, "{:<24} {:<32} {:>9} {:>12}", args.group, t, p, o);
-        }
+    for (t, p, o) in &offsets {
+        let _ = writeln!(out, "{t},{p},{o}");
     }
     Ok(out)
 }
@@ -98,15 +92,7 @@ pub async fn failover(args: &OffsetsArgs) -> Result<String> {
     if !args.dry_run {
         groups::commit(&target, &args.group, &offsets).await?;
     }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<24} {:<32} {:>9} {:>12}",
-        "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"
-    );
-    for (t, p, o) in &offsets {
-        let _ = writeln!(out, "{:<24} {:<32} {:>9} {:>12}", args.group, t, p, o);
-    }
+    let mut out = table(&args.group, "NEW-OFFSET", &offsets);
     let _ = writeln!(
         out,
         "{}",

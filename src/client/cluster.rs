@@ -22,8 +22,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
 use crate::protocol::frame::{encode_request, response_body};
 use crate::protocol::metadata::{self, BrokerMeta, MetadataResponse, TopicMeta};
-use crate::protocol::produce::{self, ProduceSettings, ProduceTopic, ProducedPartition};
+use crate::protocol::produce::{
+    self, ProducePartition, ProduceSettings, ProduceTopic, ProducedPartition,
+};
 use crate::protocol::{api_versions::ApiVersionsResponse, error_code};
+use crate::records::RewrittenBatch;
 
 /// ListOffsets timestamp meaning "log end offset".
 pub const LATEST: i64 = -1;
@@ -337,31 +340,40 @@ impl Cluster {
         }
     }
 
-    /// The leader node id and leader epoch of a partition.
+    /// The leader node id and leader epoch of a partition. Answered from the metadata cache
+    /// without copying it; metadata is loaded only when the topic is not cached.
     pub async fn leader(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
-        let t = self.topic(topic).await?.ok_or_else(|| {
-            self.ctx(
+        let cached = {
+            let cache = self.read_cache();
+            cache.topics.get(topic).map(|t| {
+                t.partitions
+                    .iter()
+                    .find(|p| p.partition == partition)
+                    .map(|p| (p.leader, p.leader_epoch))
+            })
+        };
+        let found = match cached {
+            Some(found) => found,
+            None => self.topic(topic).await?.and_then(|t| {
+                t.partitions
+                    .iter()
+                    .find(|p| p.partition == partition)
+                    .map(|p| (p.leader, p.leader_epoch))
+            }),
+        };
+        let Some((leader, epoch)) = found else {
+            return Err(self.ctx(
                 Error::broker(error_code::UNKNOWN_TOPIC_OR_PARTITION, None)
                     .partition(topic, partition),
-            )
-        })?;
-        let p = t
-            .partitions
-            .iter()
-            .find(|p| p.partition == partition)
-            .ok_or_else(|| {
-                self.ctx(
-                    Error::broker(error_code::UNKNOWN_TOPIC_OR_PARTITION, None)
-                        .partition(topic, partition),
-                )
-            })?;
-        if p.leader < 0 {
-            self.write_cache().topics.remove(topic);
+            ));
+        };
+        if leader < 0 {
+            self.invalidate(topic);
             return Err(self.ctx(
                 Error::broker(error_code::LEADER_NOT_AVAILABLE, None).partition(topic, partition),
             ));
         }
-        Ok((p.leader, p.leader_epoch))
+        Ok((leader, epoch))
     }
 
     /// Forgets cached leadership of `topic` (after NOT_LEADER and the like).
@@ -473,6 +485,52 @@ impl Cluster {
             response_body(bytes, ApiKey::Produce, version).map_err(|e| self.ctx(e.into()))?;
         produce::decode_response(body, version)
             .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))
+    }
+
+    /// Produces one batch to a partition's leader with acks=all, in one attempt (wrap it in
+    /// [`Cluster::retry`] to retry). A duplicate of a batch already written counts as written.
+    /// Returns the target base offset (-1 when the broker did not say).
+    pub async fn produce_batch(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: &RewrittenBatch,
+    ) -> Result<i64> {
+        let (leader, _) = self.leader(topic, partition).await?;
+        let topics = [ProduceTopic {
+            name: topic.to_string(),
+            partitions: vec![ProducePartition {
+                partition,
+                batch: batch.clone(),
+            }],
+        }];
+        let settings = ProduceSettings {
+            transactional_id: None,
+            acks: -1,
+            timeout_ms: 30_000,
+        };
+        let p = self
+            .produce(leader, &settings, &topics)
+            .await?
+            .into_iter()
+            .find(|p| p.topic == topic && p.partition == partition)
+            .ok_or_else(|| {
+                self.ctx(
+                    Error::new(ErrorKind::Protocol(
+                        "Produce answer lacks the partition".into(),
+                    ))
+                    .partition(topic, partition),
+                )
+            })?;
+        match p.error_code {
+            error_code::NONE | error_code::DUPLICATE_SEQUENCE_NUMBER => Ok(p.base_offset),
+            code => {
+                if error_code::needs_metadata_refresh(code) {
+                    self.invalidate(topic);
+                }
+                Err(self.ctx(Error::broker(code, p.error_message).partition(topic, partition)))
+            }
+        }
     }
 
     /// Writes one Produce request to broker `node` and returns without waiting for the answer,

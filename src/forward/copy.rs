@@ -7,7 +7,6 @@ use crate::client::Cluster;
 use crate::error::{Error, Result};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec};
-use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 
 use super::plan::{Outgoing, PartitionPlanner, ProducerIdentity};
 
@@ -68,7 +67,11 @@ pub async fn copy_partition(
                     current_leader_epoch: epoch,
                     max_bytes: partition_max,
                 };
-                let resp = source.fetch(leader, &[part], &spec.limits).await?;
+                let limits = FetchLimits {
+                    max_bytes: spec.limits.max_bytes.max(partition_max),
+                    ..spec.limits
+                };
+                let resp = source.fetch(leader, &[part], &limits).await?;
                 let p = resp
                     .partitions
                     .into_iter()
@@ -96,12 +99,9 @@ pub async fn copy_partition(
         if plan.outgoing.is_empty() && plan.next_offset == fetch_at {
             if !fetched.records.is_empty() {
                 // Only a partial batch came back: the batch is larger than we asked for.
-                partition_max = partition_max
-                    .saturating_mul(2)
-                    .min(spec.limits.max_bytes.max(partition_max));
-                if partition_max >= spec.limits.max_bytes {
-                    partition_max = partition_max.saturating_mul(2);
-                }
+                // Ask for more (Apache Kafka returns a whole first batch anyway; this covers
+                // brokers that do not).
+                partition_max = partition_max.saturating_mul(2);
             } else if fetched.high_watermark <= fetch_at {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -135,34 +135,8 @@ pub async fn produce_one(
         super::plan::SourceOffsets::Listed(v) => v.first().copied().unwrap_or(-1),
     };
     target
-        .retry("produce", || async move {
-            let (leader, _) = target.leader(topic, partition).await?;
-            let topics = [ProduceTopic {
-                name: topic.to_string(),
-                partitions: vec![ProducePartition {
-                    partition,
-                    batch: out.batch.clone(),
-                }],
-            }];
-            let settings = ProduceSettings {
-                transactional_id: None,
-                acks: -1,
-                timeout_ms: 30_000,
-            };
-            let resp = target.produce(leader, &settings, &topics).await?;
-            let p = resp
-                .into_iter()
-                .find(|p| p.topic == topic && p.partition == partition)
-                .ok_or_else(|| Error::invalid("produce response lacks the partition"))?;
-            match p.error_code {
-                error_code::NONE | error_code::DUPLICATE_SEQUENCE_NUMBER => Ok(p.base_offset),
-                code => {
-                    if error_code::needs_metadata_refresh(code) {
-                        target.invalidate(topic);
-                    }
-                    Err(Error::broker(code, p.error_message))
-                }
-            }
+        .retry("produce", || {
+            target.produce_batch(topic, partition, &out.batch)
         })
         .await
         .map_err(|e| e.partition(topic, partition).offset(source_first))

@@ -1,6 +1,8 @@
 //! Apache Kafka's broker-side rules for a batch a client produces (LogValidator and
-//! ProducerStateManager), checked before strait sends anything, so a violation is reported with
-//! its rule name instead of surfacing as a broker error.
+//! ProducerStateManager), each named. The forwarding planner produces only batches that follow
+//! them (it re-encodes or drops the others); this check names the rule a batch breaks, for tests,
+//! tools and diagnostics. It is not run on the forwarding path, since the CRC rule reads the
+//! whole batch.
 
 use super::batch::{RecordBatch, ATTR_CONTROL};
 

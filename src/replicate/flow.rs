@@ -79,10 +79,6 @@ impl PartState {
     fn acked(&self) -> Progress {
         Progress::from(&self.map)
     }
-
-    fn label(&self) -> String {
-        format!("{}/{}", self.source_topic, self.partition)
-    }
 }
 
 /// A running flow.
@@ -861,6 +857,11 @@ impl Flow {
                 return;
             }
         };
+        let by_partition: HashMap<(&str, i32), &crate::protocol::produce::ProducedPartition> =
+            results
+                .iter()
+                .map(|r| ((r.topic.as_str(), r.partition), r))
+                .collect();
         for (k, epoch) in &f.members {
             let Some(st) = self.parts.get_mut(k) else {
                 continue;
@@ -868,9 +869,8 @@ impl Flow {
             if st.epoch != *epoch {
                 continue; // sent before a rewind: it goes again
             }
-            let code = results
-                .iter()
-                .find(|r| r.topic == st.target_topic && r.partition == k.1)
+            let code = by_partition
+                .get(&(st.target_topic.as_str(), k.1))
                 .map(|r| (r.error_code, r.base_offset, r.error_message.clone()));
             match code {
                 Some((error_code::NONE, base, _))
@@ -1188,14 +1188,6 @@ impl Flow {
             name: self.name(),
             partitions: parts,
         });
-    }
-
-    /// Labels of partitions that stopped on an error, with the reason.
-    pub fn failures(&self) -> Vec<(String, String)> {
-        self.parts
-            .values()
-            .filter_map(|p| p.failed.clone().map(|f| (p.label(), f)))
-            .collect()
     }
 }
 

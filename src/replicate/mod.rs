@@ -48,12 +48,9 @@ pub fn check_supported(origin: &str, c: &ClusterSettings) -> Result<()> {
     Ok(())
 }
 
-/// Connects to a configured cluster by alias, retrying until it answers or `shutdown` fires.
-pub async fn connect(
-    config: &Config,
-    alias: &str,
-    shutdown: &mut watch::Receiver<bool>,
-) -> Result<Option<Arc<Cluster>>> {
+/// The settings of a configured cluster, refusing unknown aliases and settings this version
+/// cannot honour.
+pub fn cluster_settings<'a>(config: &'a Config, alias: &str) -> Result<&'a ClusterSettings> {
     let settings = config.clusters.get(alias).ok_or_else(|| {
         Error::invalid(format!(
             "{}: unknown cluster alias {alias:?} (known: {})",
@@ -67,6 +64,21 @@ pub async fn connect(
         ))
     })?;
     check_supported(&config.origin, settings)?;
+    Ok(settings)
+}
+
+/// Connects once to a configured cluster by alias (for commands).
+pub async fn connect_once(config: &Config, alias: &str) -> Result<Cluster> {
+    Cluster::connect(cluster_config(cluster_settings(config, alias)?)).await
+}
+
+/// Connects to a configured cluster by alias, retrying until it answers or `shutdown` fires.
+pub async fn connect(
+    config: &Config,
+    alias: &str,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<Option<Arc<Cluster>>> {
+    let settings = cluster_settings(config, alias)?;
     let mut backoff = Duration::from_millis(500);
     loop {
         match Cluster::connect(cluster_config(settings)).await {

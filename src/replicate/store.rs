@@ -11,7 +11,6 @@ use crate::client::{Cluster, EARLIEST, LATEST};
 use crate::error::{Error, Result};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec};
-use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 use crate::records::record::{decode_records, encode_batch, BatchHeaderFields, Record};
 use crate::records::{split, Compression, Entry, HeaderRewrite, RecordBatch};
 
@@ -94,34 +93,7 @@ async fn append_with(
     };
     let batch = RecordBatch::new(encode_batch(&fields, Compression::None, &recs)?)?
         .rewrite(&HeaderRewrite::default());
-    let batch = &batch;
-    let attempt = || async move {
-        let (leader, _) = cluster.leader(topic, partition).await?;
-        let topics = [ProduceTopic {
-            name: topic.to_string(),
-            partitions: vec![ProducePartition {
-                partition,
-                batch: batch.clone(),
-            }],
-        }];
-        let settings = ProduceSettings {
-            transactional_id: None,
-            acks: -1,
-            timeout_ms: 30_000,
-        };
-        let resp = cluster.produce(leader, &settings, &topics).await?;
-        let p = resp
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::invalid("empty produce response"))?;
-        if p.error_code != error_code::NONE {
-            if error_code::needs_metadata_refresh(p.error_code) {
-                cluster.invalidate(topic);
-            }
-            return Err(Error::broker(p.error_code, p.error_message).partition(topic, partition));
-        }
-        Ok(p.base_offset)
-    };
+    let attempt = || cluster.produce_batch(topic, partition, &batch);
     if retry {
         cluster.retry("append", attempt).await
     } else {
