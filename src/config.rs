@@ -46,6 +46,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use regex::Regex;
+use crate::mirror::GroupFilters;
 
 /// Default client id sent to brokers.
 pub const DEFAULT_CLIENT_ID: &str = "strait";
@@ -268,6 +269,14 @@ pub struct FlowConfig {
     pub fetch_max_bytes: i32,
     /// Longest a fetch waits for data (default 500 ms).
     pub fetch_max_wait: Duration,
+    /// Mirror flows: the link name (default the flow name, `source->target`).
+    pub link: Option<String>,
+    /// Mirror flows: sync consumer offsets of mirrored topics into the target (default true).
+    pub consumer_offset_sync: bool,
+    /// Mirror flows: how often consumer offsets are synced (default 5 s).
+    pub consumer_offset_sync_interval: Duration,
+    /// Mirror flows: which groups are synced, in Cluster Linking's JSON form (default all).
+    pub consumer_offset_group_filters: GroupFilters,
 }
 
 impl FlowConfig {
@@ -297,12 +306,21 @@ impl FlowConfig {
             buffer_bytes: 8 * MIB,
             fetch_max_bytes: 4 * 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),
+            link: None,
+            consumer_offset_sync: true,
+            consumer_offset_sync_interval: Duration::from_secs(5),
+            consumer_offset_group_filters: GroupFilters::all(),
         }
     }
 
     /// `"source->target"`.
     pub fn name(&self) -> String {
         format!("{}->{}", self.source, self.target)
+    }
+
+    /// The link name of a mirror flow: `link`, or the flow name.
+    pub fn link_name(&self) -> String {
+        self.link.clone().unwrap_or_else(|| self.name())
     }
 
     fn duration_mut(&mut self, field: &str) -> Option<&mut Duration> {
@@ -314,11 +332,12 @@ impl FlowConfig {
             "offset_sync_interval" => &mut self.offset_sync_interval,
             "sync_group_offsets_interval" => &mut self.sync_group_offsets_interval,
             "fetch_max_wait" => &mut self.fetch_max_wait,
+            "consumer_offset_sync_interval" => &mut self.consumer_offset_sync_interval,
             _ => return None,
         })
     }
 
-    fn durations(&self) -> [(&'static str, Duration); 7] {
+    fn durations(&self) -> [(&'static str, Duration); 8] {
         [
             ("refresh_topics_interval", self.refresh_topics_interval),
             ("refresh_groups_interval", self.refresh_groups_interval),
@@ -330,6 +349,10 @@ impl FlowConfig {
                 self.sync_group_offsets_interval,
             ),
             ("fetch_max_wait", self.fetch_max_wait),
+            (
+                "consumer_offset_sync_interval",
+                self.consumer_offset_sync_interval,
+            ),
         ]
     }
 
@@ -340,6 +363,7 @@ impl FlowConfig {
             "emit_checkpoints" => &mut self.emit_checkpoints,
             "emit_offset_syncs" => &mut self.emit_offset_syncs,
             "sync_group_offsets" => &mut self.sync_group_offsets,
+            "consumer_offset_sync" => &mut self.consumer_offset_sync,
             _ => return None,
         })
     }
@@ -511,6 +535,7 @@ fn toml_name(field: &'static str) -> &'static str {
         "offset_sync_interval" => "offset_sync_interval_secs",
         "sync_group_offsets_interval" => "sync_group_offsets_interval_secs",
         "fetch_max_wait" => "fetch_max_wait_ms",
+        "consumer_offset_sync_interval" => "consumer_offset_sync_interval_ms",
         other => other,
     }
 }
@@ -801,6 +826,7 @@ const FLOW_DURATIONS: &[&str] = &[
     "offset_sync_interval",
     "sync_group_offsets_interval",
     "fetch_max_wait",
+    "consumer_offset_sync_interval",
 ];
 
 const FLOW_KEYS: &[&str] = &[
@@ -834,6 +860,11 @@ const FLOW_KEYS: &[&str] = &[
     "sync_group_offsets",
     "buffer_bytes",
     "fetch_max_bytes",
+    "link",
+    "consumer_offset_sync",
+    "consumer_offset_sync_interval_secs",
+    "consumer_offset_sync_interval_ms",
+    "consumer_offset_group_filters",
 ];
 
 /// MM2 keys a user may carry over into TOML by habit, and their TOML names.
@@ -1131,6 +1162,20 @@ fn apply_flow_table(
             "separator" => {
                 naming.separator = Some((toml_str(file, &path, v)?.to_string(), layer));
             }
+            "link" => {
+                let s = toml_str(file, &path, v)?.trim().to_string();
+                if s.is_empty() || s.contains('|') {
+                    return Err(ConfigError::new(file, &path, format!("bad link name `{s}`"))
+                        .allowed("a non-empty name without `|`"));
+                }
+                flow.link = Some(s);
+            }
+            "consumer_offset_group_filters" => {
+                let s = toml_str(file, &path, v)?;
+                flow.consumer_offset_group_filters = GroupFilters::parse(s).map_err(|e| {
+                    ConfigError::new(file, &path, e)
+                })?;
+            }
             "buffer_bytes" => {
                 let n = toml_size(file, &path, v)?;
                 flow.buffer_bytes = usize::try_from(n).map_err(|_| {
@@ -1218,6 +1263,36 @@ fn resolve_naming(
                 .unwrap_or_else(|| DEFAULT_SEPARATOR.to_string()),
         };
     }
+    Ok(())
+}
+
+/// Mirror flows keep topic names: identity naming is implied, and asking for another is an error.
+fn resolve_mirror(
+    file: &str,
+    naming: &NamingParts,
+    table_paths: [&str; 2],
+    flow: &mut FlowConfig,
+) -> Result<(), ConfigError> {
+    if flow.mode != FlowMode::Mirror {
+        return Ok(());
+    }
+    if let Some((false, layer)) = naming.identity {
+        return Err(ConfigError::new(
+            file,
+            format!("{}.naming", table_paths[layer]),
+            "a mirror flow keeps topic names (and offsets); it cannot rename topics",
+        )
+        .allowed("naming = \"identity\", or mode = \"replicate\""));
+    }
+    if let Some((_, layer)) = &naming.separator {
+        return Err(ConfigError::new(
+            file,
+            format!("{}.separator", table_paths[*layer]),
+            "a separator only applies to renamed remote topics; a mirror flow keeps topic names",
+        )
+        .allowed("remove `separator`, or mode = \"replicate\""));
+    }
+    flow.naming = NamingPolicy::Identity;
     Ok(())
 }
 
@@ -1463,6 +1538,7 @@ pub fn parse_toml(text: &str, origin: &str) -> Result<Config, ConfigError> {
                 &mut naming,
             )?;
             resolve_naming(file, &naming, ["defaults", &table_path], &mut flow)?;
+            resolve_mirror(file, &naming, ["defaults", &table_path], &mut flow)?;
             flows.push((flow, prov));
         }
     }

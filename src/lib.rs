@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod filter;
 pub mod forward;
+pub mod mirror;
 pub mod mm2;
 pub mod naming;
 pub mod offsets;

@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod lists;
+pub mod mirror;
 pub mod offsets;
 pub mod probe;
 pub mod run;
@@ -51,6 +52,9 @@ pub enum Command {
     Offsets(offsets::OffsetsArgs),
     /// Commit a consumer group's translated offsets on the target cluster.
     Failover(offsets::OffsetsArgs),
+    /// Mirror topics (Cluster Linking style): list, describe, status, pause, resume, promote,
+    /// failover, configure.
+    Mirror(mirror::MirrorArgs),
 }
 
 /// Sets up `tracing` for the binary.

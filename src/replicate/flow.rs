@@ -15,14 +15,16 @@ use tokio::sync::watch;
 
 use super::groups;
 use super::lists::{self, ListKind, Lists};
+use super::mirrors::{self, ControlView};
 use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
 use super::status::{FlowStatus, PartitionStatus};
 use super::store;
 use crate::client::{Cluster, PendingProduce, EARLIEST, LATEST};
-use crate::config::{FlowConfig, NamingPolicy};
+use crate::config::{FlowConfig, FlowMode, NamingPolicy};
 use crate::error::{Error, Result};
-use crate::filter::{group_should_sync, topic_should_replicate, NameFilter};
+use crate::filter::{group_should_sync, topic_should_replicate, NameFilter, TopicDecision};
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
+use crate::mirror::{offsets_mode, GroupFilters, MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
 use crate::offsets::{OffsetMap, Translation};
@@ -72,6 +74,8 @@ struct PartState {
     bytes: u64,
     source_end: i64,
     failed: Option<String>,
+    /// Mirror flows: destination offsets still equal source offsets.
+    identical: bool,
 }
 
 impl PartState {
@@ -100,7 +104,30 @@ pub struct Flow {
     in_flight: VecDeque<InFlight>,
     /// Last checkpoint written per (group, target topic, partition): (upstream, downstream).
     checkpointed: HashMap<(String, String, i32), (i64, i64)>,
+    /// Mirror flows only: mirror states, commands and consumer offset sync.
+    mirror: Option<MirrorCtl>,
 }
+
+/// The mirror side of a flow (`mode = "mirror"`).
+struct MirrorCtl {
+    link: String,
+    /// Last view of the control topic.
+    view: ControlView,
+    /// Control topic log end when `view` was read (-1: never read).
+    control_seen: i64,
+    next_tick: Instant,
+    /// Settings version applied (0: the configuration file's).
+    applied_version: i64,
+    sync_enable: bool,
+    sync_every: Duration,
+    filters: GroupFilters,
+    next_sync: Instant,
+    /// Last offset committed by the sync per (group, topic, partition).
+    synced: HashMap<(String, String, i32), i64>,
+}
+
+/// How often a mirror flow looks at the control topic and checks for foreign writes.
+const MIRROR_TICK: Duration = Duration::from_millis(500);
 
 /// A Produce request in flight and the partitions it carries (with their epoch at send time).
 struct InFlight {
@@ -132,6 +159,18 @@ impl Flow {
             include: cfg.topics.clone(),
             exclude: cfg.topics_exclude.clone(),
         };
+        let mirror = (cfg.mode == FlowMode::Mirror).then(|| MirrorCtl {
+            link: cfg.link_name(),
+            view: ControlView::default(),
+            control_seen: -1,
+            next_tick: Instant::now(),
+            applied_version: 0,
+            sync_enable: cfg.consumer_offset_sync,
+            sync_every: cfg.consumer_offset_sync_interval,
+            filters: cfg.consumer_offset_group_filters.clone(),
+            next_sync: Instant::now() + cfg.consumer_offset_sync_interval,
+            synced: HashMap::new(),
+        });
         Flow {
             cfg,
             source,
@@ -147,7 +186,14 @@ impl Flow {
             status,
             in_flight: VecDeque::new(),
             checkpointed: HashMap::new(),
+            mirror,
         }
+    }
+
+    /// Whether this flow writes MirrorMaker 2's heartbeats, checkpoints and offset syncs
+    /// (replicate flows; mirror flows keep consumer offsets in sync directly).
+    fn mm2_records(&self) -> bool {
+        self.mirror.is_none()
     }
 
     fn name(&self) -> String {
@@ -194,7 +240,12 @@ impl Flow {
                 }
                 next_refresh = now + self.cfg.refresh_topics_interval;
             }
-            if self.cfg.emit_heartbeats && now >= next_heartbeat {
+            if self.mirror.is_some() {
+                if let Err(e) = self.mirror_tick().await {
+                    tracing::warn!(flow = %name, "mirror upkeep failed: {e}");
+                }
+            }
+            if self.cfg.emit_heartbeats && self.mm2_records() && now >= next_heartbeat {
                 if let Err(e) = self.heartbeat().await {
                     tracing::warn!(flow = %name, "heartbeat failed: {e}");
                 }
@@ -230,6 +281,7 @@ impl Flow {
                 next_flush = Instant::now() + Duration::from_secs(1);
             }
             if (self.cfg.emit_checkpoints || self.cfg.sync_group_offsets)
+                && self.mm2_records()
                 && Instant::now() >= next_checkpoint
             {
                 if let Err(e) = self.checkpoints().await {
@@ -242,7 +294,7 @@ impl Flow {
                 };
                 next_checkpoint = Instant::now() + every;
             }
-            if self.cfg.emit_offset_syncs && Instant::now() >= next_sync {
+            if self.cfg.emit_offset_syncs && self.mm2_records() && Instant::now() >= next_sync {
                 if let Err(e) = self.offset_syncs().await {
                     tracing::warn!(flow = %name, "offset syncs failed: {e}");
                 }
@@ -295,7 +347,11 @@ impl Flow {
         }
         let (id, epoch) = self.target.init_producer_id().await?;
         self.producer = Some(ProducerIdentity { id, epoch });
-        if self.cfg.emit_heartbeats {
+        if self.mirror.is_some() {
+            // Commands stored while no instance ran are applied before anything is written.
+            self.mirror_read_control().await?;
+        }
+        if self.cfg.emit_heartbeats && self.mm2_records() {
             store::ensure_compacted_topic(
                 &self.target,
                 mm2::HEARTBEATS_TOPIC,
@@ -311,7 +367,7 @@ impl Flow {
                 .await?;
             }
         }
-        if self.cfg.emit_offset_syncs {
+        if self.cfg.emit_offset_syncs && self.mm2_records() {
             let t = mm2::offset_syncs_topic(self.target.name());
             store::ensure_compacted_topic(&self.target, &t, self.replication_factor).await?;
         }
@@ -378,7 +434,20 @@ impl Flow {
             if t.error_code != error_code::NONE || t.is_internal {
                 continue;
             }
-            if topic_should_replicate(&filter, &self.policy, &t.name, &dst).replicate() {
+            let decision = topic_should_replicate(&filter, &self.policy, &t.name, &dst);
+            let mirror_ok = match &self.mirror {
+                None => true,
+                // Mirror flows copy only the selected topics, and never one whose mirror ended.
+                Some(m) => {
+                    decision != TopicDecision::Heartbeats
+                        && !m
+                            .view
+                            .records
+                            .get(&t.name)
+                            .is_some_and(|r| r.state.is_stopped())
+                }
+            };
+            if decision.replicate() && mirror_ok {
                 wanted.insert(t.name.clone(), t.partitions.len());
             }
         }
@@ -409,6 +478,24 @@ impl Flow {
     async fn ensure_topic(&mut self, topic: &str, partitions: usize) -> Result<()> {
         let remote = self.policy.remote_topic(self.source.name(), topic);
         let existing = self.target.topic(&remote).await?;
+        if let Some(m) = &self.mirror {
+            if !m.view.records.contains_key(topic) {
+                // The record says whether strait created the topic, which identical offsets need;
+                // it is written before the topic is created.
+                let created = existing.is_none();
+                if !created {
+                    tracing::warn!(flow = %self.name(), %topic, "cluster {}, topic {topic}: the destination topic already existed; its offsets are mapped through the offset map, not guaranteed identical to the source's", self.target.name());
+                }
+                let rec = MirrorRecord::new(
+                    &m.link,
+                    self.source.name(),
+                    topic,
+                    created,
+                    store::now_ms(),
+                );
+                self.mirror_write(rec).await?;
+            }
+        }
         let remote_partitions = match existing {
             Some(t) => {
                 if !self.parts.keys().any(|(name, _)| name == topic) {
@@ -557,6 +644,22 @@ impl Flow {
             }
             (_, None) => return Err(ctx(Error::invalid("progress vanished while resuming"))),
         };
+        let identical = match &self.mirror {
+            None => false,
+            Some(m) => {
+                let rec = m.view.records.get(topic);
+                if let Some(why) = rec.and_then(|r| r.diverged.get(&partition)) {
+                    return Err(ctx(Error::invalid(format!(
+                        "mirror stopped earlier: {why}"
+                    ))));
+                }
+                let mode = offsets_mode(&map, rec.is_some_and(|r| r.created_by_strait));
+                if mode != OffsetsMode::Identical {
+                    tracing::warn!(flow = %self.name(), %topic, partition, "cluster {}, topic {topic}, partition {partition}: offsets are {mode}; consumer offsets are translated through the offset map", self.target.name());
+                }
+                mode == OffsetsMode::Identical
+            }
+        };
         let source_next = map.source_next();
         Ok(PartState {
             source_topic: topic.to_string(),
@@ -574,6 +677,7 @@ impl Flow {
             bytes: 0,
             source_end: source_next,
             failed: None,
+            identical,
         })
     }
 
@@ -666,11 +770,12 @@ impl Flow {
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
         let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
         let keys: Vec<(String, i32)> = self.parts.keys().cloned().collect();
+        let held = self.held_topics();
         for k in &keys {
             let Some(st) = self.parts.get(k) else {
                 continue;
             };
-            if st.failed.is_some() || st.queued_bytes >= cap {
+            if st.failed.is_some() || st.queued_bytes >= cap || held.contains(&k.0) {
                 continue;
             }
             let (leader, epoch) = match self.source.leader(&k.0, k.1).await {
@@ -752,6 +857,7 @@ impl Flow {
                             // deleted by retention): nothing to wait for on the target.
                             let from = st.map.source_next();
                             st.map.record_dropped(from, st.planner.next_offset());
+                            note_offsets_mode(st, &name, self.target.name());
                         }
                     }
                     Err(e) => {
@@ -769,10 +875,15 @@ impl Flow {
     /// partition that has one (up to [`MAX_IN_FLIGHT`] per partition). Returns requests sent.
     async fn send_round(&mut self) -> Result<usize> {
         let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
+        let held = self.held_topics();
         let keys: Vec<(String, i32)> = self
             .parts
             .iter()
-            .filter(|(_, s)| {
+            .filter(|((topic, _), s)| {
+                // Paused mirrors keep what they queued and send nothing.
+                if held.contains(topic) {
+                    return false;
+                }
                 // Nothing is written for a partition before its starting position is durable:
                 // a crash then always leaves a progress record to resume from.
                 s.failed.is_none()
@@ -842,6 +953,8 @@ impl Flow {
         };
         let name = self.name();
         let tgt = self.target.name().to_string();
+        let mirrored = self.mirror.is_some();
+        let mut diverged: Vec<(String, i32, String)> = Vec::new();
         let results = match f.pending.finish().await {
             Ok(r) => r,
             Err(e) => {
@@ -883,9 +996,27 @@ impl Flow {
                     let n = out.source.count();
                     let expected = st.map.target_next();
                     let base = if base >= 0 { base } else { expected };
-                    if base > expected {
+                    if base > expected && !mirrored {
                         tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: {} records at target offsets {expected}..{base} were written by someone else", st.target_topic, k.1, base - expected);
                     }
+                    // Mirror topics are read-only: a foreign write stops the partition, and an
+                    // identical mirror must land every batch at its source offset.
+                    let first = first_source_offset(&out);
+                    let broken = if !mirrored {
+                        None
+                    } else if base != expected {
+                        Some(format!(
+                            "cluster {tgt}, topic {}, partition {}: {} records at offsets {expected}..{base} were written by something other than strait while the topic is mirrored; partition stopped (promote or fail over the mirror to make the topic writable)",
+                            st.target_topic, k.1, base - expected
+                        ))
+                    } else if st.identical && base != first {
+                        Some(format!(
+                            "cluster {tgt}, topic {}, partition {}: the batch of source offset {first} landed at offset {base}; identical offsets broken; partition stopped",
+                            st.target_topic, k.1
+                        ))
+                    } else {
+                        None
+                    };
                     if let Err(e) = record_acked(&mut st.map, &out, base) {
                         let msg = format!(
                             "cluster {tgt}, topic {}, partition {}, target offset {base}: the acknowledged batch does not fit the offset map ({e}); partition stopped",
@@ -897,6 +1028,15 @@ impl Flow {
                     }
                     st.records += n as u64;
                     st.bytes += out.batch.len() as u64;
+                    if let Some(msg) = broken {
+                        tracing::error!(flow = %name, "{msg}");
+                        st.failed = Some(msg.clone());
+                        st.in_flight = 0;
+                        st.epoch += 1;
+                        diverged.push((k.0.clone(), k.1, msg));
+                    } else if mirrored {
+                        note_offsets_mode(st, &name, &tgt);
+                    }
                 }
                 Some((code, _, message)) if !error_code::is_retriable(code) => {
                     let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
@@ -925,6 +1065,371 @@ impl Flow {
                 }
             }
         }
+        for (topic, partition, why) in diverged {
+            if let Err(e) = self.mark_diverged(&topic, partition, why).await {
+                tracing::warn!(flow = %name, %topic, partition, "cannot record the stop in the control topic: {e}");
+            }
+        }
+    }
+
+    /// Topics whose partitions move no data now (paused mirrors).
+    fn held_topics(&self) -> std::collections::HashSet<String> {
+        match &self.mirror {
+            None => Default::default(),
+            Some(m) => m
+                .view
+                .records
+                .iter()
+                .filter(|(_, r)| !r.state.moves_data())
+                .map(|(t, _)| t.clone())
+                .collect(),
+        }
+    }
+
+    /// Stores a mirror record and keeps it in the view.
+    async fn mirror_write(&mut self, rec: MirrorRecord) -> Result<()> {
+        mirrors::write_state(&self.target, &rec, self.replication_factor).await?;
+        if let Some(m) = self.mirror.as_mut() {
+            m.view.records.insert(rec.topic.clone(), rec);
+        }
+        Ok(())
+    }
+
+    /// Mirror upkeep, at most every [`MIRROR_TICK`]: picks up commands and link settings,
+    /// advances promotions, checks for foreign writes, and syncs consumer offsets.
+    async fn mirror_tick(&mut self) -> Result<()> {
+        let now = Instant::now();
+        match &self.mirror {
+            Some(m) if now >= m.next_tick => {}
+            _ => return Ok(()),
+        }
+        if let Some(m) = self.mirror.as_mut() {
+            m.next_tick = now + MIRROR_TICK;
+        }
+        self.mirror_read_control().await?;
+        self.advance_promotions().await?;
+        self.check_foreign_writes().await?;
+        let due = match &self.mirror {
+            Some(m) => m.sync_enable && now >= m.next_sync,
+            None => false,
+        };
+        if due {
+            if let Err(e) = self.mirror_offset_sync(None).await {
+                tracing::warn!(flow = %self.name(), "consumer offset sync failed: {e}");
+            }
+            if let Some(m) = self.mirror.as_mut() {
+                m.next_sync = Instant::now() + m.sync_every;
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-reads the control topic if it changed, and applies new link settings and commands.
+    async fn mirror_read_control(&mut self) -> Result<()> {
+        let Some(m) = &self.mirror else {
+            return Ok(());
+        };
+        let end = mirrors::control_end(&self.target).await?;
+        if end == m.control_seen {
+            return Ok(());
+        }
+        let link = m.link.clone();
+        let mut view = mirrors::read_view(&self.target, self.source.name(), &link).await?;
+        // Link settings.
+        let version = view.link.as_ref().map(|l| l.version).unwrap_or(0);
+        if version > m.applied_version {
+            let (enable, every, filters) = mirrors::effective(&self.cfg, view.link.as_ref());
+            tracing::info!(flow = %self.name(), %link, consumer_offset_sync = enable, interval_ms = every.as_millis() as u64, group_filters = %filters.to_json(), "link settings changed");
+            if let Some(m) = self.mirror.as_mut() {
+                m.sync_enable = enable;
+                m.sync_every = every;
+                m.filters = filters;
+                m.applied_version = version;
+                m.next_sync = Instant::now().min(m.next_sync);
+            }
+            mirrors::write_applied(&self.target, &link, version, self.replication_factor).await?;
+        }
+        // Commands, applied in the order they were given.
+        let mut pending: Vec<(String, crate::mirror::MirrorCommand)> = view
+            .commands
+            .iter()
+            .filter(|(t, c)| view.records.get(*t).is_some_and(|r| r.is_pending(c)))
+            .map(|(t, c)| (t.clone(), c.clone()))
+            .collect();
+        pending.sort_by_key(|(_, c)| c.at_ms);
+        let old = self.mirror.as_ref().map(|m| m.view.records.clone());
+        if let Some(m) = self.mirror.as_mut() {
+            m.view.records = view.records.clone();
+        }
+        for (topic, cmd) in pending {
+            let Some(mut rec) = view.records.get(&topic).cloned() else {
+                continue;
+            };
+            if rec.state.is_stopped() {
+                continue;
+            }
+            if !rec.apply(&cmd, store::now_ms()) {
+                continue;
+            }
+            if rec.state.is_stopped() {
+                self.stop_topic(&topic).await?;
+            }
+            tracing::info!(flow = %self.name(), %topic, command = cmd.action.as_str(), state = rec.state.as_str(), "mirror command applied");
+            self.mirror_write(rec.clone()).await?;
+            view.records.insert(topic, rec);
+        }
+        // A mirror stopped by another instance is never written here again either.
+        let stopped: Vec<String> = view
+            .records
+            .iter()
+            .filter(|(t, r)| {
+                r.state.is_stopped()
+                    && old
+                        .as_ref()
+                        .is_none_or(|o| o.get(*t).is_none_or(|x| !x.state.is_stopped()))
+            })
+            .map(|(t, _)| t.clone())
+            .collect();
+        for topic in stopped {
+            if self.parts.keys().any(|(t, _)| *t == topic) {
+                self.stop_topic(&topic).await?;
+            }
+        }
+        view.records = self
+            .mirror
+            .as_ref()
+            .map(|m| m.view.records.clone())
+            .unwrap_or_default();
+        // Our own writes moved the end; read from there next time.
+        let end = mirrors::control_end(&self.target).await?;
+        if let Some(m) = self.mirror.as_mut() {
+            m.view = view;
+            m.control_seen = end;
+        }
+        Ok(())
+    }
+
+    /// Ends mirroring of `topic`: answers to requests in flight are applied, progress is
+    /// stored, and its partitions are dropped for good.
+    async fn stop_topic(&mut self, topic: &str) -> Result<()> {
+        while !self.in_flight.is_empty() {
+            self.receive_one().await;
+        }
+        self.flush_progress().await?;
+        let keys: Vec<(String, i32)> = self
+            .parts
+            .keys()
+            .filter(|(t, _)| t == topic)
+            .cloned()
+            .collect();
+        for k in keys {
+            self.parts.remove(&k);
+        }
+        tracing::info!(flow = %self.name(), %topic, "mirror stopped: the topic is an ordinary writable topic and strait no longer writes to it");
+        Ok(())
+    }
+
+    /// Finishes promotions whose topic caught up: every partition has all source records
+    /// (checked against the source's log end now), nothing in flight, and consumer offsets synced.
+    async fn advance_promotions(&mut self) -> Result<()> {
+        let promoting: Vec<String> = match &self.mirror {
+            Some(m) => m
+                .view
+                .records
+                .iter()
+                .filter(|(_, r)| r.state == MirrorState::Promoting)
+                .map(|(t, _)| t.clone())
+                .collect(),
+            None => return Ok(()),
+        };
+        for topic in promoting {
+            let parts: Vec<&PartState> = self
+                .parts
+                .values()
+                .filter(|st| st.source_topic == topic)
+                .collect();
+            let expected = self
+                .source
+                .topic(&topic)
+                .await?
+                .map(|t| t.partitions.len())
+                .unwrap_or(0);
+            if parts.is_empty() || parts.len() != expected {
+                continue;
+            }
+            if let Some(failed) = parts.iter().find_map(|st| st.failed.clone()) {
+                let reason = format!("cannot promote until this is resolved: {failed}");
+                if let Some(mut rec) = self
+                    .mirror
+                    .as_ref()
+                    .and_then(|m| m.view.records.get(&topic).cloned())
+                {
+                    if rec.reason.as_deref() != Some(reason.as_str()) {
+                        rec.reason = Some(reason);
+                        self.mirror_write(rec).await?;
+                    }
+                }
+                continue;
+            }
+            if parts.iter().any(|st| !st.queue.is_empty() || st.in_flight > 0) {
+                continue;
+            }
+            let ps: Vec<i32> = parts.iter().map(|st| st.partition).collect();
+            let next: HashMap<i32, i64> = parts
+                .iter()
+                .map(|st| (st.partition, st.map.source_next()))
+                .collect();
+            let ends = self.source.list_offsets(&topic, &ps, LATEST).await?;
+            if ends.iter().any(|(p, end)| next.get(p) != Some(end)) {
+                continue;
+            }
+            if self.mirror.as_ref().is_some_and(|m| m.sync_enable) {
+                self.mirror_offset_sync(Some(&topic)).await?;
+            }
+            self.stop_topic(&topic).await?;
+            if let Some(mut rec) = self
+                .mirror
+                .as_ref()
+                .and_then(|m| m.view.records.get(&topic).cloned())
+            {
+                rec.state = MirrorState::Promoted;
+                rec.reason = None;
+                rec.updated_ms = store::now_ms();
+                self.mirror_write(rec).await?;
+            }
+            tracing::info!(flow = %self.name(), %topic, "mirror promoted");
+        }
+        Ok(())
+    }
+
+    /// A mirror partition with nothing queued or in flight must end on the target exactly where
+    /// strait's last write ended; anything else means something else wrote into it.
+    async fn check_foreign_writes(&mut self) -> Result<()> {
+        let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
+        for st in self.parts.values() {
+            if st.failed.is_none() && st.in_flight == 0 && st.queue.is_empty() && st.flushed.is_some()
+            {
+                by_topic
+                    .entry(st.target_topic.clone())
+                    .or_default()
+                    .push((st.partition, st.map.target_next()));
+            }
+        }
+        let tgt = self.target.name().to_string();
+        let name = self.name();
+        for (topic, parts) in by_topic {
+            let ps: Vec<i32> = parts.iter().map(|(p, _)| *p).collect();
+            let ends = self.target.list_offsets(&topic, &ps, LATEST).await?;
+            for ((p, ours), (_, end)) in parts.into_iter().zip(ends) {
+                if end == ours {
+                    continue;
+                }
+                // Re-check under the same conditions: the partition may have moved meanwhile.
+                let Some(st) = self.parts.get_mut(&(topic.clone(), p)) else {
+                    continue;
+                };
+                if st.in_flight != 0 || !st.queue.is_empty() || st.map.target_next() != ours {
+                    continue;
+                }
+                let msg = if end > ours {
+                    format!("cluster {tgt}, topic {topic}, partition {p}: {} records at offsets {ours}..{end} were written by something other than strait while the topic is mirrored; partition stopped (promote or fail over the mirror to make the topic writable)", end - ours)
+                } else {
+                    format!("cluster {tgt}, topic {topic}, partition {p}: the log ends at {end}, before the {ours} records strait mirrored there (deleted or truncated); partition stopped")
+                };
+                tracing::error!(flow = %name, "{msg}");
+                st.failed = Some(msg.clone());
+                self.mark_diverged(&topic, p, msg).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes a stopped partition durable in the topic's mirror record.
+    async fn mark_diverged(&mut self, topic: &str, partition: i32, why: String) -> Result<()> {
+        let Some(mut rec) = self
+            .mirror
+            .as_ref()
+            .and_then(|m| m.view.records.get(topic).cloned())
+        else {
+            return Ok(());
+        };
+        rec.diverged.insert(partition, why);
+        rec.updated_ms = store::now_ms();
+        self.mirror_write(rec).await
+    }
+
+    /// Cluster Linking's consumer offset sync: for groups passing the link's group filters and
+    /// with no active members on the target, commits on the target the source's committed
+    /// offsets of mirrored partitions, translated through their offset maps (identical offsets
+    /// translate to themselves). `only` limits it to one topic (promotion).
+    async fn mirror_offset_sync(&mut self, only: Option<&str>) -> Result<()> {
+        let Some(m) = &self.mirror else {
+            return Ok(());
+        };
+        let filters = m.filters.clone();
+        let all = self.source.list_groups().await?;
+        for group in all.iter().filter(|g| filters.includes(g)) {
+            let committed = match groups::committed(&self.source, group).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot read committed offsets: {e}");
+                    continue;
+                }
+            };
+            let mut wanted = Vec::new();
+            for c in committed {
+                if only.is_some_and(|t| t != c.topic) {
+                    continue;
+                }
+                let Some(st) = self.parts.get(&(c.topic.clone(), c.partition)) else {
+                    continue;
+                };
+                if let Translation::Exact(t) = st.map.to_target(c.offset) {
+                    wanted.push((st.target_topic.clone(), c.partition, t));
+                }
+            }
+            let synced = self.mirror.as_ref().map(|m| &m.synced);
+            let changed: Vec<(String, i32, i64)> = wanted
+                .into_iter()
+                .filter(|(t, p, o)| {
+                    synced.and_then(|s| s.get(&(group.clone(), t.clone(), *p))) != Some(o)
+                })
+                .collect();
+            if changed.is_empty() {
+                continue;
+            }
+            match groups::active_members(&self.target, group).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::debug!(flow = %self.name(), %group, members = n, "group active on the target; offsets not synced");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot describe group on the target: {e}");
+                    continue;
+                }
+            }
+            let current: HashMap<(String, i32), i64> = groups::committed(&self.target, group)
+                .await?
+                .into_iter()
+                .map(|c| ((c.topic, c.partition), c.offset))
+                .collect();
+            let commits: Vec<(String, i32, i64)> = changed
+                .iter()
+                .filter(|(t, p, o)| current.get(&(t.clone(), *p)) != Some(o))
+                .cloned()
+                .collect();
+            if !commits.is_empty() {
+                groups::commit(&self.target, group, &commits).await?;
+                tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced consumer offsets");
+            }
+            if let Some(m) = self.mirror.as_mut() {
+                for (t, p, o) in changed {
+                    m.synced.insert((group.clone(), t, p), o);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads the committed offsets of the source's consumer groups that pass the group lists,
@@ -1201,6 +1706,19 @@ fn record_acked(map: &mut OffsetMap, out: &Outgoing, base: i64) -> std::result::
         map.record_dropped(from, out.source_next);
     }
     Ok(())
+}
+
+/// After the map of a mirror partition changed: if its offsets stopped being identical to the
+/// source's, says so once, naming the partition.
+fn note_offsets_mode(st: &mut PartState, flow: &str, target: &str) {
+    if !st.identical {
+        return;
+    }
+    let mode = offsets_mode(&st.map, true);
+    if mode != OffsetsMode::Identical {
+        st.identical = false;
+        tracing::warn!(flow = %flow, topic = %st.target_topic, partition = st.partition, "cluster {target}, topic {}, partition {}: offsets are now {mode}; consumer offsets are translated through the offset map", st.target_topic, st.partition);
+    }
 }
 
 fn mm2_err(e: mm2::Mm2FormatError) -> Error {

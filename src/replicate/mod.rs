@@ -9,6 +9,7 @@
 pub mod flow;
 pub mod groups;
 pub mod lists;
+pub mod mirrors;
 pub mod progress;
 pub mod status;
 pub mod store;

@@ -1,0 +1,602 @@
+//! `strait mirror ...`: Cluster Linking style mirror topics. Commands and settings are stored in
+//! the destination cluster; a running `strait run` applies them within a second, and the
+//! commands wait for it to confirm.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use strait::client::{Cluster, EARLIEST, LATEST};
+use strait::config::{Config, FlowConfig, FlowMode};
+use strait::error::{Error, Result};
+use strait::mirror::{
+    format_table, lag, offsets_mode, GroupFilters, LinkSettings, MirrorAction, MirrorCommand,
+    MirrorPartitionStatus, MirrorRecord, MirrorState,
+};
+use strait::offsets::OffsetMap;
+use strait::protocol::error_code;
+use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
+use strait::records::batch::{split, Entry};
+use strait::replicate::mirrors::{self, ControlView};
+use strait::replicate::progress::{self, PROGRESS_TOPIC};
+use strait::replicate::store;
+
+/// Arguments of `strait mirror`.
+#[derive(Debug, clap::Args)]
+pub struct MirrorArgs {
+    #[command(subcommand)]
+    pub command: MirrorCommandArgs,
+}
+
+/// Which link and topic a command is about.
+#[derive(Debug, clap::Args)]
+pub struct Target {
+    /// Configuration file (TOML or mm2.properties).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Link name (a mirror flow's `link`, or its `source->target` name); optional when the
+    /// configuration has one mirror flow.
+    #[arg(long)]
+    pub link: Option<String>,
+}
+
+/// A command on one mirror topic.
+#[derive(Debug, clap::Args)]
+pub struct TopicArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Mirror topic.
+    #[arg(long)]
+    pub topic: String,
+    /// Seconds to wait for a running `strait run` to carry the command out.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+}
+
+/// `strait mirror` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum MirrorCommandArgs {
+    /// Lists the links and their mirror topics.
+    List(Target),
+    /// Shows one mirror topic: state, offsets mode per partition, consumer offset sync.
+    Describe {
+        #[command(flatten)]
+        target: Target,
+        /// Mirror topic.
+        #[arg(long)]
+        topic: String,
+    },
+    /// Per partition: source log start/end, destination log end, lag, caught up.
+    Status {
+        #[command(flatten)]
+        target: Target,
+        /// Only this topic.
+        #[arg(long)]
+        topic: Option<String>,
+    },
+    /// Suspends mirroring of a topic.
+    Pause(TopicArgs),
+    /// Continues mirroring of a paused topic.
+    Resume(TopicArgs),
+    /// Waits until the topic caught up and consumer offsets are synced, then stops mirroring:
+    /// the topic becomes an ordinary writable topic.
+    Promote(TopicArgs),
+    /// Stops mirroring at once (for when the source is gone).
+    Failover(TopicArgs),
+    /// Changes a link's consumer offset sync while it runs.
+    Configure {
+        #[command(flatten)]
+        target: Target,
+        /// Cluster Linking JSON, e.g.
+        /// `{"groupFilters":[{"name":"*","patternType":"LITERAL","filterType":"INCLUDE"}]}`.
+        #[arg(long)]
+        consumer_offset_group_filters: Option<String>,
+        /// Sync interval in milliseconds.
+        #[arg(long)]
+        consumer_offset_sync_ms: Option<u64>,
+        /// Turn consumer offset sync on or off.
+        #[arg(long)]
+        consumer_offset_sync_enable: Option<bool>,
+        /// Seconds to wait for a running `strait run` to apply it.
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
+    },
+}
+
+/// Runs a `strait mirror` command and returns its output.
+pub async fn run(args: &MirrorArgs) -> Result<String> {
+    match &args.command {
+        MirrorCommandArgs::List(t) => list(t).await,
+        MirrorCommandArgs::Describe { target, topic } => describe(target, topic).await,
+        MirrorCommandArgs::Status { target, topic } => status(target, topic.as_deref()).await,
+        MirrorCommandArgs::Pause(a) => command(a, MirrorAction::Pause).await,
+        MirrorCommandArgs::Resume(a) => command(a, MirrorAction::Resume).await,
+        MirrorCommandArgs::Promote(a) => command(a, MirrorAction::Promote).await,
+        MirrorCommandArgs::Failover(a) => command(a, MirrorAction::Failover).await,
+        MirrorCommandArgs::Configure {
+            target,
+            consumer_offset_group_filters,
+            consumer_offset_sync_ms,
+            consumer_offset_sync_enable,
+            timeout,
+        } => {
+            configure(
+                target,
+                consumer_offset_group_filters.as_deref(),
+                *consumer_offset_sync_ms,
+                *consumer_offset_sync_enable,
+                *timeout,
+            )
+            .await
+        }
+    }
+}
+
+fn load(t: &Target) -> Result<Config> {
+    strait::config::load(&t.config).map_err(|e| Error::invalid(e.to_string()))
+}
+
+/// The mirror flows `t` selects: the one named by `--link`, or all of them.
+fn mirror_flows<'a>(config: &'a Config, t: &Target) -> Result<Vec<&'a FlowConfig>> {
+    let all: Vec<&FlowConfig> = config
+        .flows
+        .iter()
+        .filter(|f| f.mode == FlowMode::Mirror)
+        .collect();
+    if all.is_empty() {
+        return Err(Error::invalid(format!(
+            "{}: no mirror flow (a flow with mode = \"mirror\")",
+            config.origin
+        )));
+    }
+    match &t.link {
+        None => Ok(all),
+        Some(l) => {
+            let found: Vec<&FlowConfig> = all
+                .iter()
+                .copied()
+                .filter(|f| f.link_name() == *l || f.name() == *l)
+                .collect();
+            if found.is_empty() {
+                let known: Vec<String> = all.iter().map(|f| f.link_name()).collect();
+                return Err(Error::invalid(format!(
+                    "{}: no mirror link {l:?} (links: {})",
+                    config.origin,
+                    known.join(", ")
+                )));
+            }
+            Ok(found)
+        }
+    }
+}
+
+/// The one mirror flow that mirrors `topic` (by its stored record), with its target and view.
+async fn flow_of_topic<'a>(
+    config: &'a Config,
+    t: &Target,
+    topic: &str,
+) -> Result<(&'a FlowConfig, Cluster, ControlView)> {
+    let mut names = Vec::new();
+    for f in mirror_flows(config, t)? {
+        let target = strait::replicate::connect_once(config, &f.target).await?;
+        let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
+        if view.records.contains_key(topic) {
+            return Ok((f, target, view));
+        }
+        names.extend(view.records.keys().cloned());
+    }
+    names.sort();
+    Err(Error::invalid(format!(
+        "topic {topic:?} is not a mirror topic of {} (mirror topics: {})",
+        t.link.as_deref().unwrap_or("any mirror link"),
+        if names.is_empty() {
+            "none yet; `strait run` creates them".to_string()
+        } else {
+            names.join(", ")
+        }
+    )))
+}
+
+async fn list(t: &Target) -> Result<String> {
+    let config = load(t)?;
+    let mut rows = vec![vec![
+        "Link".to_string(),
+        "Source".into(),
+        "Destination".into(),
+        "Topic".into(),
+        "State".into(),
+        "CreatedByStrait".into(),
+    ]];
+    for f in mirror_flows(&config, t)? {
+        let target = strait::replicate::connect_once(&config, &f.target).await?;
+        let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
+        let mut topics: Vec<&MirrorRecord> = view.records.values().collect();
+        topics.sort_by(|a, b| a.topic.cmp(&b.topic));
+        for r in topics {
+            rows.push(vec![
+                f.link_name(),
+                f.source.clone(),
+                f.target.clone(),
+                r.topic.clone(),
+                r.state.as_str().to_string(),
+                r.created_by_strait.to_string(),
+            ]);
+        }
+    }
+    Ok(format_table(&rows))
+}
+
+/// Stored offset maps of `topic`'s partitions, by partition.
+async fn maps(target: &Cluster, source: &str, topic: &str) -> Result<Vec<(i32, OffsetMap)>> {
+    let key0 = progress::key(source, topic, 0);
+    let prefix = key0.strip_suffix('0').unwrap_or(&key0);
+    let mut out = Vec::new();
+    for (k, v) in store::read_latest(target, PROGRESS_TOPIC).await? {
+        let Ok(k) = std::str::from_utf8(&k) else {
+            continue;
+        };
+        let Some(p) = k.strip_prefix(prefix).and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some(m) = progress::decode(&v) {
+            out.push((p, m));
+        }
+    }
+    out.sort_by_key(|(p, _)| *p);
+    Ok(out)
+}
+
+async fn describe(t: &Target, topic: &str) -> Result<String> {
+    let config = load(t)?;
+    let (f, target, view) = flow_of_topic(&config, t, topic).await?;
+    let rec = &view.records[topic];
+    let (enable, every, filters) = mirrors::effective(f, view.link.as_ref());
+    let mut out = String::new();
+    let line = |out: &mut String, k: &str, v: String| {
+        out.push_str(&format!("{k:<24}{v}\n"));
+    };
+    line(&mut out, "Topic", topic.to_string());
+    line(&mut out, "Link", f.link_name());
+    line(&mut out, "Source", f.source.clone());
+    line(&mut out, "Destination", f.target.clone());
+    line(&mut out, "State", rec.state.as_str().to_string());
+    if let Some(c) = view.commands.get(topic) {
+        let status = if rec.has_done(c) {
+            "done"
+        } else if rec.is_pending(c) && !rec.state.is_stopped() {
+            "pending"
+        } else {
+            "applied"
+        };
+        line(
+            &mut out,
+            "Last command",
+            format!("{} ({status})", c.action.as_str()),
+        );
+    }
+    if let Some(r) = &rec.reason {
+        line(&mut out, "Reason", r.clone());
+    }
+    line(
+        &mut out,
+        "Created by strait",
+        rec.created_by_strait.to_string(),
+    );
+    line(
+        &mut out,
+        "Consumer offset sync",
+        if enable {
+            format!("every {} ms", every.as_millis())
+        } else {
+            "off".to_string()
+        },
+    );
+    line(&mut out, "Group filters", filters.to_json());
+    let maps = maps(&target, &f.source, topic).await?;
+    let mut rows = vec![vec![
+        "Partition".to_string(),
+        "MirroredUpTo".into(),
+        "DestLogEnd".into(),
+        "Offsets".into(),
+    ]];
+    for (p, m) in &maps {
+        let mode = match rec.diverged.get(p) {
+            Some(why) => format!("stopped: {why}"),
+            None => offsets_mode(m, rec.created_by_strait).to_string(),
+        };
+        rows.push(vec![
+            p.to_string(),
+            m.source_next().to_string(),
+            m.target_next().to_string(),
+            mode,
+        ]);
+    }
+    out.push('\n');
+    out.push_str(&format_table(&rows));
+    Ok(out)
+}
+
+/// Timestamps of the first batch at or after `offset` (base timestamp) and of the last batch of
+/// the response (max timestamp), read from batch headers only.
+async fn timestamps(cluster: &Cluster, topic: &str, partition: i32, offset: i64) -> Option<(i64, i64)> {
+    let (leader, epoch) = cluster.leader(topic, partition).await.ok()?;
+    let spec = FetchPartitionSpec {
+        topic: topic.to_string(),
+        partition,
+        offset,
+        current_leader_epoch: epoch,
+        max_bytes: 64 << 10,
+    };
+    let limits = FetchLimits {
+        max_wait_ms: 0,
+        max_bytes: 64 << 10,
+        ..FetchLimits::default()
+    };
+    let resp = cluster.fetch(leader, &[spec], &limits).await.ok()?;
+    let p = resp.partitions.into_iter().next()?;
+    if p.error_code != error_code::NONE {
+        return None;
+    }
+    let mut first = None;
+    let mut last = None;
+    for e in split(p.records) {
+        if let Ok(Entry::V2(b)) = e {
+            if b.is_control() {
+                continue;
+            }
+            first.get_or_insert(b.base_timestamp());
+            last = Some(b.max_timestamp());
+        }
+    }
+    Some((first?, last?))
+}
+
+async fn status(t: &Target, only: Option<&str>) -> Result<String> {
+    let config = load(t)?;
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for f in mirror_flows(&config, t)? {
+        let target = strait::replicate::connect_once(&config, &f.target).await?;
+        let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
+        let source = match strait::replicate::connect_once(&config, &f.source).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                notes.push(format!(
+                    "source cluster {} unreachable ({e}); source columns show -1",
+                    f.source
+                ));
+                None
+            }
+        };
+        let mut topics: Vec<&MirrorRecord> = view
+            .records
+            .values()
+            .filter(|r| only.is_none_or(|o| o == r.topic))
+            .collect();
+        topics.sort_by(|a, b| a.topic.cmp(&b.topic));
+        for rec in topics {
+            let maps = maps(&target, &f.source, &rec.topic).await?;
+            let parts: Vec<i32> = maps.iter().map(|(p, _)| *p).collect();
+            if parts.is_empty() {
+                continue;
+            }
+            let dest_end = target.list_offsets(&rec.topic, &parts, LATEST).await?;
+            let (src_start, src_end) = match &source {
+                Some(s) => (
+                    s.list_offsets(&rec.topic, &parts, EARLIEST).await.ok(),
+                    s.list_offsets(&rec.topic, &parts, LATEST).await.ok(),
+                ),
+                None => (None, None),
+            };
+            let find = |v: &Option<Vec<(i32, i64)>>, p: i32| {
+                v.as_ref()
+                    .and_then(|v| v.iter().find(|(q, _)| *q == p).map(|x| x.1))
+                    .unwrap_or(-1)
+            };
+            for (p, map) in &maps {
+                let source_log_end = find(&src_end, *p);
+                let dest_log_end = dest_end
+                    .iter()
+                    .find(|(q, _)| q == p)
+                    .map(|x| x.1)
+                    .unwrap_or(-1);
+                let next = map.source_next();
+                let lag_records = if source_log_end < 0 {
+                    -1
+                } else {
+                    lag(source_log_end, next)
+                };
+                let fetch_lag_ms = match (&source, lag_records) {
+                    (_, 0) => 0,
+                    (Some(s), n) if n > 0 => {
+                        match (
+                            timestamps(s, &rec.topic, *p, next).await,
+                            timestamps(s, &rec.topic, *p, (source_log_end - 1).max(0)).await,
+                        ) {
+                            (Some((oldest_unmirrored, _)), Some((_, newest))) => {
+                                (newest - oldest_unmirrored).max(0)
+                            }
+                            _ => -1,
+                        }
+                    }
+                    _ => -1,
+                };
+                let offsets = match rec.diverged.get(p) {
+                    Some(_) => "stopped (foreign write)".to_string(),
+                    None => match offsets_mode(map, rec.created_by_strait) {
+                        strait::mirror::OffsetsMode::Identical => "identical".to_string(),
+                        strait::mirror::OffsetsMode::Mapped(_) => "mapped".to_string(),
+                    },
+                };
+                rows.push(MirrorPartitionStatus {
+                    topic: rec.topic.clone(),
+                    partition: *p,
+                    link: f.link_name(),
+                    state: rec.state,
+                    source_log_start: find(&src_start, *p),
+                    source_log_end,
+                    dest_log_end,
+                    lag: lag_records,
+                    fetch_lag_ms,
+                    caught_up: lag_records == 0 && dest_log_end == map.target_next(),
+                    offsets,
+                });
+            }
+        }
+    }
+    let mut out = strait::mirror::format_status(&rows);
+    for n in notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    Ok(out)
+}
+
+async fn command(a: &TopicArgs, action: MirrorAction) -> Result<String> {
+    let config = load(&a.target)?;
+    let (f, target, view) = flow_of_topic(&config, &a.target, &a.topic).await?;
+    let rec = &view.records[&a.topic];
+    if rec.state.is_stopped() {
+        return Err(Error::invalid(format!(
+            "topic {}: the mirror already ended ({}); it is an ordinary topic now",
+            a.topic,
+            rec.state.as_str()
+        )));
+    }
+    let rf = strait::replicate::cluster_settings(&config, &f.target)?.replication_factor;
+    let cmd = MirrorCommand {
+        action,
+        at_ms: store::now_ms().max(rec.command_at_ms + 1),
+    };
+    mirrors::write_command(&target, &f.source, &a.topic, &cmd, rf).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(a.timeout);
+    let mut last = rec.clone();
+    loop {
+        let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
+        if let Some(r) = view.records.get(&a.topic) {
+            last = r.clone();
+            if r.has_done(&cmd) {
+                return Ok(format!(
+                    "topic {}: {} (link {}, cluster {})\n",
+                    a.topic,
+                    done_text(r.state),
+                    f.link_name(),
+                    f.target
+                ));
+            }
+            if r.state.is_stopped() && r.command_at_ms < cmd.at_ms {
+                return Err(Error::invalid(format!(
+                    "topic {}: the mirror ended ({}) before the {} command was applied",
+                    a.topic,
+                    r.state.as_str(),
+                    action.as_str()
+                )));
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let why = if last.command_at_ms >= cmd.at_ms {
+                format!(
+                    "a running strait run took the command; the mirror is {}{}",
+                    last.state.as_str(),
+                    last.reason
+                        .as_ref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                )
+            } else {
+                "no running `strait run` took it yet; it is stored in the destination cluster and applied when one runs".to_string()
+            };
+            return Err(Error::invalid(format!(
+                "topic {}: {} not finished after {} s: {why}",
+                a.topic,
+                action.as_str(),
+                a.timeout
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn done_text(state: MirrorState) -> &'static str {
+    match state {
+        MirrorState::Active => "mirroring resumed",
+        MirrorState::Paused => "mirroring paused",
+        MirrorState::Promoting => "promoting",
+        MirrorState::Promoted => {
+            "promoted: caught up, consumer offsets synced, mirroring stopped; the topic is writable"
+        }
+        MirrorState::FailedOver => "failed over: mirroring stopped; the topic is writable",
+    }
+}
+
+async fn configure(
+    t: &Target,
+    filters: Option<&str>,
+    sync_ms: Option<u64>,
+    enable: Option<bool>,
+    timeout: u64,
+) -> Result<String> {
+    let config = load(t)?;
+    let flows = mirror_flows(&config, t)?;
+    let [f] = flows.as_slice() else {
+        let known: Vec<String> = flows.iter().map(|f| f.link_name()).collect();
+        return Err(Error::invalid(format!(
+            "several mirror links ({}); name one with --link",
+            known.join(", ")
+        )));
+    };
+    let filters = match filters {
+        Some(j) => Some(GroupFilters::parse(j).map_err(|e| {
+            Error::invalid(format!("--consumer-offset-group-filters: {e}"))
+        })?),
+        None => None,
+    };
+    if filters.is_none() && sync_ms.is_none() && enable.is_none() {
+        return Err(Error::invalid(
+            "nothing to change: give --consumer-offset-group-filters, --consumer-offset-sync-ms or --consumer-offset-sync-enable",
+        ));
+    }
+    if sync_ms == Some(0) {
+        return Err(Error::invalid(
+            "--consumer-offset-sync-ms: an interval of zero is not allowed",
+        ));
+    }
+    let link = f.link_name();
+    let target = strait::replicate::connect_once(&config, &f.target).await?;
+    let view = mirrors::read_view(&target, &f.source, &link).await?;
+    let mut settings: LinkSettings = view.link.clone().unwrap_or_default();
+    settings.version = store::now_ms().max(settings.version + 1);
+    if let Some(fl) = filters {
+        settings.consumer_offset_group_filters = Some(fl);
+    }
+    if let Some(ms) = sync_ms {
+        settings.consumer_offset_sync_ms = Some(ms);
+    }
+    if let Some(e) = enable {
+        settings.consumer_offset_sync_enable = Some(e);
+    }
+    let rf = strait::replicate::cluster_settings(&config, &f.target)?.replication_factor;
+    mirrors::write_link(&target, &link, &settings, rf).await?;
+    let (en, every, fl) = mirrors::effective(f, Some(&settings));
+    let summary = format!(
+        "link {link}: consumer offset sync {}, group filters {}",
+        if en {
+            format!("every {} ms", every.as_millis())
+        } else {
+            "off".to_string()
+        },
+        fl.to_json()
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+    loop {
+        let view = mirrors::read_view(&target, &f.source, &link).await?;
+        if view.applied.is_some_and(|v| v >= settings.version) {
+            return Ok(format!("{summary}\napplied by the running strait run\n"));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(format!(
+                "{summary}\nstored in cluster {}; no running strait run applied it within {timeout} s (it is applied when one starts)\n",
+                f.target
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,670 @@
+//! Mirror topics (Cluster Linking style), sans-io: mirror states and the commands that change
+//! them, consumer-offset group filters in Cluster Linking's JSON form, the per-link settings that
+//! can change at runtime, whether a partition's offsets are identical to the source's, and the
+//! `strait mirror status` table.
+//!
+//! A mirror flow (`mode = "mirror"`) copies each selected topic under the same name. When strait
+//! created the destination topic while the source partition's log started at offset 0, every
+//! record lands at the offset it has on the source ([`OffsetsMode::Identical`]). Where that cannot
+//! hold (the source log had been truncated, the topic already existed, records had to be dropped
+//! or renumbered) the partition is [`OffsetsMode::Mapped`]: consumer offsets are translated
+//! through its exact offset map, and strait says so for that partition.
+//!
+//! State lives in the destination cluster's control topic, one compacted record per key:
+//! - [`command_key`]: what an operator asked for (`strait mirror pause|resume|promote|failover`);
+//! - [`state_key`]: what the running flow made of it ([`MirrorRecord`]);
+//! - [`link_key`] / [`link_applied_key`]: runtime link settings ([`LinkSettings`]) and the
+//!   version a running flow has applied.
+
+use serde::{Deserialize, Serialize};
+
+use crate::offsets::OffsetMap;
+
+/// Where a mirror topic stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MirrorState {
+    /// Being mirrored.
+    #[default]
+    Active,
+    /// Mirroring suspended by an operator; resumes where it stopped.
+    Paused,
+    /// Waiting to catch up and sync consumer offsets before it stops.
+    Promoting,
+    /// Stopped after catching up: an ordinary topic strait never writes again.
+    Promoted,
+    /// Stopped at once (source gone): an ordinary topic strait never writes again.
+    FailedOver,
+}
+
+impl MirrorState {
+    /// The spelling used in tables and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MirrorState::Active => "active",
+            MirrorState::Paused => "paused",
+            MirrorState::Promoting => "promoting",
+            MirrorState::Promoted => "promoted",
+            MirrorState::FailedOver => "failed_over",
+        }
+    }
+
+    /// Whether mirroring has ended for good.
+    pub fn is_stopped(self) -> bool {
+        matches!(self, MirrorState::Promoted | MirrorState::FailedOver)
+    }
+
+    /// Whether data is fetched and written in this state.
+    pub fn moves_data(self) -> bool {
+        matches!(self, MirrorState::Active | MirrorState::Promoting)
+    }
+}
+
+/// What an operator can ask of a mirror topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MirrorAction {
+    /// Suspend mirroring.
+    Pause,
+    /// Continue mirroring.
+    Resume,
+    /// Catch up, sync consumer offsets, then stop for good.
+    Promote,
+    /// Stop for good at once.
+    Failover,
+}
+
+impl MirrorAction {
+    /// The state this action leads to once applied (for promote: once finished).
+    pub fn final_state(self) -> MirrorState {
+        match self {
+            MirrorAction::Pause => MirrorState::Paused,
+            MirrorAction::Resume => MirrorState::Active,
+            MirrorAction::Promote => MirrorState::Promoted,
+            MirrorAction::Failover => MirrorState::FailedOver,
+        }
+    }
+
+    /// The command's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MirrorAction::Pause => "pause",
+            MirrorAction::Resume => "resume",
+            MirrorAction::Promote => "promote",
+            MirrorAction::Failover => "failover",
+        }
+    }
+}
+
+/// An operator's request, stored under [`command_key`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorCommand {
+    /// What to do.
+    pub action: MirrorAction,
+    /// When it was asked (ms since the epoch); identifies the request.
+    pub at_ms: i64,
+}
+
+/// The state of one mirror topic as the flow keeps it, stored under [`state_key`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorRecord {
+    /// Link name.
+    pub link: String,
+    /// Source cluster alias.
+    pub source_cluster: String,
+    /// Topic name (the same on both sides).
+    pub topic: String,
+    /// Current state.
+    pub state: MirrorState,
+    /// Whether strait created the destination topic (a precondition of identical offsets).
+    pub created_by_strait: bool,
+    /// `at_ms` of the last command applied (0 if none).
+    #[serde(default)]
+    pub command_at_ms: i64,
+    /// When the state last changed (ms since the epoch).
+    pub updated_ms: i64,
+    /// Why the state is what it is, when there is more to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Partitions stopped because something else wrote into the mirror topic, and why.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub diverged: std::collections::BTreeMap<i32, String>,
+}
+
+impl MirrorRecord {
+    /// A new active mirror.
+    pub fn new(link: &str, source: &str, topic: &str, created_by_strait: bool, now_ms: i64) -> Self {
+        MirrorRecord {
+            link: link.to_string(),
+            source_cluster: source.to_string(),
+            topic: topic.to_string(),
+            state: MirrorState::Active,
+            created_by_strait,
+            command_at_ms: 0,
+            updated_ms: now_ms,
+            reason: None,
+            diverged: Default::default(),
+        }
+    }
+
+    /// Whether `cmd` is newer than the last command applied.
+    pub fn is_pending(&self, cmd: &MirrorCommand) -> bool {
+        cmd.at_ms > self.command_at_ms
+    }
+
+    /// Whether `cmd` has been carried out to its end.
+    pub fn has_done(&self, cmd: &MirrorCommand) -> bool {
+        self.command_at_ms >= cmd.at_ms && self.state == cmd.action.final_state()
+    }
+}
+
+impl MirrorRecord {
+    /// Applies a command to the record. Stopped mirrors never change again; a second promote
+    /// while promoting is a no-op. Returns whether the record changed.
+    pub fn apply(&mut self, cmd: &MirrorCommand, now_ms: i64) -> bool {
+        if self.state.is_stopped() || !self.is_pending(cmd) {
+            return false;
+        }
+        self.command_at_ms = cmd.at_ms;
+        self.state = match cmd.action {
+            MirrorAction::Pause => MirrorState::Paused,
+            MirrorAction::Resume => MirrorState::Active,
+            MirrorAction::Promote => MirrorState::Promoting,
+            MirrorAction::Failover => MirrorState::FailedOver,
+        };
+        self.reason = None;
+        self.updated_ms = now_ms;
+        true
+    }
+}
+
+/// Control-topic key of the operator's command for a mirror topic.
+pub fn command_key(source: &str, topic: &str) -> String {
+    format!("mirror-command|{source}|{topic}")
+}
+
+/// Control-topic key of a mirror topic's state.
+pub fn state_key(source: &str, topic: &str) -> String {
+    format!("mirror|{source}|{topic}")
+}
+
+/// The topic a [`state_key`] or [`command_key`] names, if `key` is one for `source`.
+pub fn topic_of_key<'a>(key: &'a str, prefix: &str, source: &str) -> Option<&'a str> {
+    key.strip_prefix(prefix)?
+        .strip_prefix('|')?
+        .strip_prefix(source)?
+        .strip_prefix('|')
+}
+
+/// Control-topic key of a link's runtime settings.
+pub fn link_key(link: &str) -> String {
+    format!("link|{link}")
+}
+
+/// Control-topic key of the settings version a running flow applied.
+pub fn link_applied_key(link: &str) -> String {
+    format!("link-applied|{link}")
+}
+
+/// How group names are matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PatternType {
+    /// The whole name; `*` matches every group.
+    Literal,
+    /// A name prefix.
+    Prefixed,
+}
+
+/// Whether matching groups are synced or left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FilterType {
+    /// Sync matching groups.
+    Include,
+    /// Never sync matching groups (beats any include).
+    Exclude,
+}
+
+/// One entry of Cluster Linking's `consumer.offset.group.filters`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupFilter {
+    /// Group name, prefix, or `*`.
+    pub name: String,
+    /// How `name` matches (default LITERAL).
+    #[serde(default = "literal")]
+    pub pattern_type: PatternType,
+    /// Include or exclude (default INCLUDE).
+    #[serde(default = "include")]
+    pub filter_type: FilterType,
+}
+
+fn literal() -> PatternType {
+    PatternType::Literal
+}
+
+fn include() -> FilterType {
+    FilterType::Include
+}
+
+impl GroupFilter {
+    fn matches(&self, group: &str) -> bool {
+        match self.pattern_type {
+            PatternType::Literal => self.name == "*" || self.name == group,
+            PatternType::Prefixed => group.starts_with(&self.name),
+        }
+    }
+}
+
+/// Cluster Linking's consumer-offset group filters:
+/// `{"groupFilters":[{"name":"*","patternType":"LITERAL","filterType":"INCLUDE"}]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupFilters {
+    /// The filters, in any order (excludes win).
+    pub group_filters: Vec<GroupFilter>,
+}
+
+impl GroupFilters {
+    /// Every group.
+    pub fn all() -> GroupFilters {
+        GroupFilters {
+            group_filters: vec![GroupFilter {
+                name: "*".to_string(),
+                pattern_type: PatternType::Literal,
+                filter_type: FilterType::Include,
+            }],
+        }
+    }
+
+    /// Parses the JSON form, with an error that says what is wrong and what is allowed.
+    pub fn parse(json: &str) -> Result<GroupFilters, String> {
+        let f: GroupFilters = serde_json::from_str(json).map_err(|e| {
+            format!(
+                "{e}; expected {{\"groupFilters\":[{{\"name\":\"*\",\"patternType\":\"LITERAL|PREFIXED\",\"filterType\":\"INCLUDE|EXCLUDE\"}}]}}"
+            )
+        })?;
+        if let Some(bad) = f.group_filters.iter().find(|g| g.name.is_empty()) {
+            return Err(format!("a group filter has an empty name: {bad:?}"));
+        }
+        Ok(f)
+    }
+
+    /// The JSON form.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Whether `group`'s offsets are synced: it matches an include and no exclude.
+    pub fn includes(&self, group: &str) -> bool {
+        let mut included = false;
+        for f in &self.group_filters {
+            if f.matches(group) {
+                match f.filter_type {
+                    FilterType::Exclude => return false,
+                    FilterType::Include => included = true,
+                }
+            }
+        }
+        included
+    }
+}
+
+/// A link's settings that can change while it runs (`strait mirror configure`), stored under
+/// [`link_key`]. Absent fields keep the configuration file's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct LinkSettings {
+    /// Identifies this version (ms since the epoch when it was stored).
+    pub version: i64,
+    /// Consumer-offset group filters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_offset_group_filters: Option<GroupFilters>,
+    /// Consumer-offset sync interval in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_offset_sync_ms: Option<u64>,
+    /// Whether consumer offsets are synced at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_offset_sync_enable: Option<bool>,
+}
+
+/// Whether a mirror partition's destination offsets equal its source offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OffsetsMode {
+    /// Every record is at its source offset.
+    Identical,
+    /// Offsets differ; consumer offsets are translated through the offset map.
+    Mapped(MappedReason),
+}
+
+/// Why a mirror partition's offsets differ from the source's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MappedReason {
+    /// The destination topic existed before strait mirrored into it.
+    TopicExisted,
+    /// The source log started at this offset when mirroring began.
+    SourceStartedAt(i64),
+    /// From this source offset on, records were dropped or renumbered (control batches,
+    /// aborted transactions, compacted gaps, retention).
+    DivergedAt(i64),
+}
+
+impl std::fmt::Display for OffsetsMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OffsetsMode::Identical => f.write_str("identical"),
+            OffsetsMode::Mapped(MappedReason::TopicExisted) => {
+                f.write_str("mapped (the destination topic already existed)")
+            }
+            OffsetsMode::Mapped(MappedReason::SourceStartedAt(s)) => write!(
+                f,
+                "mapped (the source log started at offset {s} when mirroring began)"
+            ),
+            OffsetsMode::Mapped(MappedReason::DivergedAt(s)) => write!(
+                f,
+                "mapped (from source offset {s} records were dropped or renumbered: control batches, aborted transactions, compacted gaps or retention)"
+            ),
+        }
+    }
+}
+
+/// Works out a partition's [`OffsetsMode`] from its offset map and whether strait created the
+/// destination topic.
+pub fn offsets_mode(map: &OffsetMap, created_by_strait: bool) -> OffsetsMode {
+    if !created_by_strait {
+        return OffsetsMode::Mapped(MappedReason::TopicExisted);
+    }
+    if map.source_start() != 0 || map.target_start() != 0 {
+        return OffsetsMode::Mapped(MappedReason::SourceStartedAt(map.source_start()));
+    }
+    // The first source offset from which target != source: a run that is shifted, a hole
+    // between runs, or a dropped tail.
+    let mut next = 0;
+    for r in map.runs() {
+        if r.source_start != next {
+            return OffsetsMode::Mapped(MappedReason::DivergedAt(next));
+        }
+        if r.delta() != 0 {
+            return OffsetsMode::Mapped(MappedReason::DivergedAt(r.source_start));
+        }
+        next = r.source_end();
+    }
+    if map.source_next() != next || map.target_next() != next {
+        return OffsetsMode::Mapped(MappedReason::DivergedAt(next));
+    }
+    OffsetsMode::Identical
+}
+
+/// One row of `strait mirror status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MirrorPartitionStatus {
+    /// Topic (same name on both sides).
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Link name.
+    pub link: String,
+    /// Mirror state.
+    pub state: MirrorState,
+    /// Source log start offset.
+    pub source_log_start: i64,
+    /// Source log end offset.
+    pub source_log_end: i64,
+    /// Destination log end offset.
+    pub dest_log_end: i64,
+    /// Source records not yet on the destination.
+    pub lag: i64,
+    /// How far behind in time the destination is: newest source record timestamp minus the
+    /// timestamp of the source record the destination has last (0 when caught up; -1 unknown).
+    pub fetch_lag_ms: i64,
+    /// Whether the destination has every source record.
+    pub caught_up: bool,
+    /// Identical or mapped offsets.
+    pub offsets: String,
+}
+
+/// Lag in records of a mirror partition: source records at or after `source_next` (the next
+/// source offset to mirror) up to the source log end.
+pub fn lag(source_log_end: i64, source_next: i64) -> i64 {
+    (source_log_end - source_next).max(0)
+}
+
+/// Formats rows as an aligned table.
+pub fn format_status(rows: &[MirrorPartitionStatus]) -> String {
+    let header = [
+        "Topic",
+        "Partition",
+        "ClusterLink",
+        "State",
+        "SourceLogStart",
+        "SourceLogEnd",
+        "DestLogEnd",
+        "Lag",
+        "LastFetchLagMs",
+        "IsCaughtUp",
+        "Offsets",
+    ];
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        cells.push(vec![
+            r.topic.clone(),
+            r.partition.to_string(),
+            r.link.clone(),
+            r.state.as_str().to_string(),
+            r.source_log_start.to_string(),
+            r.source_log_end.to_string(),
+            r.dest_log_end.to_string(),
+            r.lag.to_string(),
+            r.fetch_lag_ms.to_string(),
+            r.caught_up.to_string(),
+            r.offsets.clone(),
+        ]);
+    }
+    format_table(&cells)
+}
+
+/// Left-aligned columns separated by two spaces; the last column is not padded.
+pub fn format_table(cells: &[Vec<String>]) -> String {
+    let cols = cells.iter().map(|r| r.len()).max().unwrap_or(0);
+    let mut width = vec![0; cols];
+    for row in cells {
+        for (i, c) in row.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in cells {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                line.push_str(&" ".repeat(width[i] - c.chars().count() + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forward::SourceOffsets;
+
+    fn record() -> MirrorRecord {
+        MirrorRecord::new("west-link", "west", "west-trades", true, 1)
+    }
+
+    #[test]
+    fn commands_move_states_and_stopped_is_final() {
+        let mut r = record();
+        let cmd = |action, at_ms| MirrorCommand { action, at_ms };
+        assert!(r.apply(&cmd(MirrorAction::Pause, 10), 11));
+        assert_eq!(r.state, MirrorState::Paused);
+        assert!(!r.apply(&cmd(MirrorAction::Resume, 10), 12), "same command twice");
+        assert!(r.apply(&cmd(MirrorAction::Resume, 20), 21));
+        assert_eq!(r.state, MirrorState::Active);
+        assert!(r.apply(&cmd(MirrorAction::Promote, 30), 31));
+        assert_eq!(r.state, MirrorState::Promoting);
+        r.state = MirrorState::Promoted;
+        for a in [
+            MirrorAction::Pause,
+            MirrorAction::Resume,
+            MirrorAction::Promote,
+            MirrorAction::Failover,
+        ] {
+            assert!(!r.apply(&cmd(a, 100), 101));
+            assert_eq!(r.state, MirrorState::Promoted);
+        }
+        let mut r = record();
+        assert!(r.apply(&cmd(MirrorAction::Failover, 5), 6));
+        assert!(r.state.is_stopped());
+        assert!(!r.state.moves_data());
+    }
+
+    #[test]
+    fn record_json_round_trip() {
+        let mut r = record();
+        r.reason = Some("why".into());
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains("\"state\":\"active\""), "{j}");
+        assert_eq!(serde_json::from_str::<MirrorRecord>(&j).unwrap(), r);
+        let c = MirrorCommand {
+            action: MirrorAction::Failover,
+            at_ms: 7,
+        };
+        let j = serde_json::to_string(&c).unwrap();
+        assert_eq!(j, r#"{"action":"failover","at_ms":7}"#);
+    }
+
+    #[test]
+    fn keys() {
+        assert_eq!(state_key("west", "t|x"), "mirror|west|t|x");
+        assert_eq!(
+            topic_of_key("mirror|west|t|x", "mirror", "west"),
+            Some("t|x")
+        );
+        assert_eq!(topic_of_key("mirror|westx|t", "mirror", "west"), None);
+        assert_eq!(
+            topic_of_key(&command_key("w", "a"), "mirror-command", "w"),
+            Some("a")
+        );
+        assert_eq!(topic_of_key("mirror-command|w|a", "mirror", "w"), None);
+    }
+
+    #[test]
+    fn group_filters_cluster_linking_form() {
+        let f = GroupFilters::parse(
+            r#"{"groupFilters":[{"name":"*","patternType":"LITERAL","filterType":"INCLUDE"},
+                {"name":"someGroup","patternType":"LITERAL","filterType":"EXCLUDE"},
+                {"name":"tmp-","patternType":"PREFIXED","filterType":"EXCLUDE"}]}"#,
+        )
+        .unwrap();
+        assert!(f.includes("other"));
+        assert!(!f.includes("someGroup"));
+        assert!(!f.includes("tmp-1"));
+        assert!(f.includes("tmp"));
+        let only = GroupFilters::parse(
+            r#"{"groupFilters":[{"name":"app-","patternType":"PREFIXED"}]}"#,
+        )
+        .unwrap();
+        assert!(only.includes("app-1"));
+        assert!(!only.includes("other"));
+        assert!(!GroupFilters::default().includes("g"), "no filter, no group");
+        assert!(GroupFilters::all().includes("g"));
+        // A literal `*` only means "all" as a whole name; prefixed `*` is a real prefix.
+        let star = GroupFilters::parse(r#"{"groupFilters":[{"name":"*","patternType":"PREFIXED"}]}"#)
+            .unwrap();
+        assert!(!star.includes("g"));
+        assert!(star.includes("*g"));
+        assert_eq!(GroupFilters::parse(&f.to_json()).unwrap(), f);
+    }
+
+    #[test]
+    fn group_filters_errors() {
+        for bad in [
+            "",
+            "[]",
+            r#"{"groupFilters":[{"name":"x","patternType":"REGEX"}]}"#,
+            r#"{"groupFilters":[{"name":"x","filterType":"MAYBE"}]}"#,
+            r#"{"groupFilters":[{"name":""}]}"#,
+        ] {
+            let e = GroupFilters::parse(bad).unwrap_err();
+            assert!(!e.is_empty(), "{bad}");
+        }
+        let e = GroupFilters::parse(r#"{"groupFilters":[{"name":"x","patternType":"REGEX"}]}"#)
+            .unwrap_err();
+        assert!(e.contains("LITERAL|PREFIXED"), "{e}");
+    }
+
+    fn contiguous(first: i64, count: i64) -> SourceOffsets {
+        SourceOffsets::Contiguous { first, count }
+    }
+
+    #[test]
+    fn offsets_modes() {
+        let mut m = OffsetMap::new(0, 0);
+        assert_eq!(offsets_mode(&m, true), OffsetsMode::Identical);
+        m.record_batch(&contiguous(0, 10), 0).unwrap();
+        m.record_batch(&contiguous(10, 5), 10).unwrap();
+        assert_eq!(offsets_mode(&m, true), OffsetsMode::Identical);
+        assert_eq!(
+            offsets_mode(&m, false),
+            OffsetsMode::Mapped(MappedReason::TopicExisted)
+        );
+        // A dropped control batch at 15: the tail no longer lines up.
+        m.record_dropped(15, 16);
+        assert_eq!(
+            offsets_mode(&m, true),
+            OffsetsMode::Mapped(MappedReason::DivergedAt(15))
+        );
+        m.record_batch(&contiguous(16, 4), 15).unwrap();
+        assert_eq!(
+            offsets_mode(&m, true),
+            OffsetsMode::Mapped(MappedReason::DivergedAt(15))
+        );
+        let late = OffsetMap::new(40, 0);
+        assert_eq!(
+            offsets_mode(&late, true),
+            OffsetsMode::Mapped(MappedReason::SourceStartedAt(40))
+        );
+        // A listed (compacted) batch renumbered contiguously.
+        let mut c = OffsetMap::new(0, 0);
+        c.record_batch(&SourceOffsets::Listed(vec![0, 1, 3]), 0)
+            .unwrap();
+        assert_eq!(
+            offsets_mode(&c, true),
+            OffsetsMode::Mapped(MappedReason::DivergedAt(2))
+        );
+        assert!(OffsetsMode::Mapped(MappedReason::DivergedAt(2))
+            .to_string()
+            .contains("source offset 2"));
+    }
+
+    #[test]
+    fn status_table() {
+        let rows = vec![MirrorPartitionStatus {
+            topic: "west-trades".into(),
+            partition: 0,
+            link: "west-link".into(),
+            state: MirrorState::Active,
+            source_log_start: 0,
+            source_log_end: 200,
+            dest_log_end: 150,
+            lag: lag(200, 150),
+            fetch_lag_ms: 12,
+            caught_up: false,
+            offsets: "identical".into(),
+        }];
+        let t = format_status(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("Topic        Partition  ClusterLink"), "{t}");
+        assert!(lines[1].starts_with("west-trades  0          west-link"), "{t}");
+        assert!(lines[1].contains(" 50 "), "{t}");
+        assert_eq!(lag(10, 20), 0);
+    }
+}
