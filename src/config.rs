@@ -45,8 +45,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use regex::Regex;
 use crate::mirror::GroupFilters;
+use regex::Regex;
 
 /// Default client id sent to brokers.
 pub const DEFAULT_CLIENT_ID: &str = "strait";
@@ -1165,16 +1165,17 @@ fn apply_flow_table(
             "link" => {
                 let s = toml_str(file, &path, v)?.trim().to_string();
                 if s.is_empty() || s.contains('|') {
-                    return Err(ConfigError::new(file, &path, format!("bad link name `{s}`"))
-                        .allowed("a non-empty name without `|`"));
+                    return Err(
+                        ConfigError::new(file, &path, format!("bad link name `{s}`"))
+                            .allowed("a non-empty name without `|`"),
+                    );
                 }
                 flow.link = Some(s);
             }
             "consumer_offset_group_filters" => {
                 let s = toml_str(file, &path, v)?;
-                flow.consumer_offset_group_filters = GroupFilters::parse(s).map_err(|e| {
-                    ConfigError::new(file, &path, e)
-                })?;
+                flow.consumer_offset_group_filters =
+                    GroupFilters::parse(s).map_err(|e| ConfigError::new(file, &path, e))?;
             }
             "buffer_bytes" => {
                 let n = toml_size(file, &path, v)?;

@@ -133,7 +133,13 @@ pub struct MirrorRecord {
 
 impl MirrorRecord {
     /// A new active mirror.
-    pub fn new(link: &str, source: &str, topic: &str, created_by_strait: bool, now_ms: i64) -> Self {
+    pub fn new(
+        link: &str,
+        source: &str,
+        topic: &str,
+        created_by_strait: bool,
+        now_ms: i64,
+    ) -> Self {
         MirrorRecord {
             link: link.to_string(),
             source_cluster: source.to_string(),
@@ -504,7 +510,10 @@ mod tests {
         let cmd = |action, at_ms| MirrorCommand { action, at_ms };
         assert!(r.apply(&cmd(MirrorAction::Pause, 10), 11));
         assert_eq!(r.state, MirrorState::Paused);
-        assert!(!r.apply(&cmd(MirrorAction::Resume, 10), 12), "same command twice");
+        assert!(
+            !r.apply(&cmd(MirrorAction::Resume, 10), 12),
+            "same command twice"
+        );
         assert!(r.apply(&cmd(MirrorAction::Resume, 20), 21));
         assert_eq!(r.state, MirrorState::Active);
         assert!(r.apply(&cmd(MirrorAction::Promote, 30), 31));
@@ -567,17 +576,20 @@ mod tests {
         assert!(!f.includes("someGroup"));
         assert!(!f.includes("tmp-1"));
         assert!(f.includes("tmp"));
-        let only = GroupFilters::parse(
-            r#"{"groupFilters":[{"name":"app-","patternType":"PREFIXED"}]}"#,
-        )
-        .unwrap();
+        let only =
+            GroupFilters::parse(r#"{"groupFilters":[{"name":"app-","patternType":"PREFIXED"}]}"#)
+                .unwrap();
         assert!(only.includes("app-1"));
         assert!(!only.includes("other"));
-        assert!(!GroupFilters::default().includes("g"), "no filter, no group");
+        assert!(
+            !GroupFilters::default().includes("g"),
+            "no filter, no group"
+        );
         assert!(GroupFilters::all().includes("g"));
         // A literal `*` only means "all" as a whole name; prefixed `*` is a real prefix.
-        let star = GroupFilters::parse(r#"{"groupFilters":[{"name":"*","patternType":"PREFIXED"}]}"#)
-            .unwrap();
+        let star =
+            GroupFilters::parse(r#"{"groupFilters":[{"name":"*","patternType":"PREFIXED"}]}"#)
+                .unwrap();
         assert!(!star.includes("g"));
         assert!(star.includes("*g"));
         assert_eq!(GroupFilters::parse(&f.to_json()).unwrap(), f);
@@ -662,8 +674,14 @@ mod tests {
         let t = format_status(&rows);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("Topic        Partition  ClusterLink"), "{t}");
-        assert!(lines[1].starts_with("west-trades  0          west-link"), "{t}");
+        assert!(
+            lines[0].starts_with("Topic        Partition  ClusterLink"),
+            "{t}"
+        );
+        assert!(
+            lines[1].starts_with("west-trades  0          west-link"),
+            "{t}"
+        );
         assert!(lines[1].contains(" 50 "), "{t}");
         assert_eq!(lag(10, 20), 0);
     }

@@ -317,7 +317,12 @@ async fn describe(t: &Target, topic: &str) -> Result<String> {
 
 /// Timestamps of the first batch at or after `offset` (base timestamp) and of the last batch of
 /// the response (max timestamp), read from batch headers only.
-async fn timestamps(cluster: &Cluster, topic: &str, partition: i32, offset: i64) -> Option<(i64, i64)> {
+async fn timestamps(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Option<(i64, i64)> {
     let (leader, epoch) = cluster.leader(topic, partition).await.ok()?;
     let spec = FetchPartitionSpec {
         topic: topic.to_string(),
@@ -544,9 +549,10 @@ async fn configure(
         )));
     };
     let filters = match filters {
-        Some(j) => Some(GroupFilters::parse(j).map_err(|e| {
-            Error::invalid(format!("--consumer-offset-group-filters: {e}"))
-        })?),
+        Some(j) => Some(
+            GroupFilters::parse(j)
+                .map_err(|e| Error::invalid(format!("--consumer-offset-group-filters: {e}")))?,
+        ),
         None => None,
     };
     if filters.is_none() && sync_ms.is_none() && enable.is_none() {

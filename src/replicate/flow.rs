@@ -122,8 +122,6 @@ struct MirrorCtl {
     sync_every: Duration,
     filters: GroupFilters,
     next_sync: Instant,
-    /// Last offset committed by the sync per (group, topic, partition).
-    synced: HashMap<(String, String, i32), i64>,
 }
 
 /// How often a mirror flow looks at the control topic and checks for foreign writes.
@@ -169,7 +167,6 @@ impl Flow {
             sync_every: cfg.consumer_offset_sync_interval,
             filters: cfg.consumer_offset_group_filters.clone(),
             next_sync: Instant::now() + cfg.consumer_offset_sync_interval,
-            synced: HashMap::new(),
         });
         Flow {
             cfg,
@@ -486,13 +483,8 @@ impl Flow {
                 if !created {
                     tracing::warn!(flow = %self.name(), %topic, "cluster {}, topic {topic}: the destination topic already existed; its offsets are mapped through the offset map, not guaranteed identical to the source's", self.target.name());
                 }
-                let rec = MirrorRecord::new(
-                    &m.link,
-                    self.source.name(),
-                    topic,
-                    created,
-                    store::now_ms(),
-                );
+                let rec =
+                    MirrorRecord::new(&m.link, self.source.name(), topic, created, store::now_ms());
                 self.mirror_write(rec).await?;
             }
         }
@@ -1271,7 +1263,10 @@ impl Flow {
                 }
                 continue;
             }
-            if parts.iter().any(|st| !st.queue.is_empty() || st.in_flight > 0) {
+            if parts
+                .iter()
+                .any(|st| !st.queue.is_empty() || st.in_flight > 0)
+            {
                 continue;
             }
             let ps: Vec<i32> = parts.iter().map(|st| st.partition).collect();
@@ -1307,7 +1302,10 @@ impl Flow {
     async fn check_foreign_writes(&mut self) -> Result<()> {
         let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
         for st in self.parts.values() {
-            if st.failed.is_none() && st.in_flight == 0 && st.queue.is_empty() && st.flushed.is_some()
+            if st.failed.is_none()
+                && st.in_flight == 0
+                && st.queue.is_empty()
+                && st.flushed.is_some()
             {
                 by_topic
                     .entry(st.target_topic.clone())
@@ -1359,8 +1357,8 @@ impl Flow {
     }
 
     /// Cluster Linking's consumer offset sync: for groups passing the link's group filters and
-    /// with no active members on the target, commits on the target the source's committed
-    /// offsets of mirrored partitions, translated through their offset maps (identical offsets
+    /// with no active members on the target, makes the target's committed offsets of mirrored
+    /// partitions equal to the source's, translated through their offset maps (identical offsets
     /// translate to themselves). `only` limits it to one topic (promotion).
     async fn mirror_offset_sync(&mut self, only: Option<&str>) -> Result<()> {
         let Some(m) = &self.mirror else {
@@ -1388,13 +1386,7 @@ impl Flow {
                     wanted.push((st.target_topic.clone(), c.partition, t));
                 }
             }
-            let synced = self.mirror.as_ref().map(|m| &m.synced);
-            let changed: Vec<(String, i32, i64)> = wanted
-                .into_iter()
-                .filter(|(t, p, o)| {
-                    synced.and_then(|s| s.get(&(group.clone(), t.clone(), *p))) != Some(o)
-                })
-                .collect();
+            let changed = wanted;
             if changed.is_empty() {
                 continue;
             }
@@ -1422,11 +1414,6 @@ impl Flow {
             if !commits.is_empty() {
                 groups::commit(&self.target, group, &commits).await?;
                 tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced consumer offsets");
-            }
-            if let Some(m) = self.mirror.as_mut() {
-                for (t, p, o) in changed {
-                    m.synced.insert((group.clone(), t, p), o);
-                }
             }
         }
         Ok(())

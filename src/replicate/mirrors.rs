@@ -11,8 +11,8 @@ use super::store;
 use crate::client::{Cluster, LATEST};
 use crate::error::Result;
 use crate::mirror::{
-    command_key, link_applied_key, link_key, state_key, topic_of_key, LinkSettings,
-    MirrorCommand, MirrorRecord,
+    command_key, link_applied_key, link_key, state_key, topic_of_key, LinkSettings, MirrorCommand,
+    MirrorRecord,
 };
 
 /// What the control topic says about one link's mirror topics.
@@ -97,7 +97,13 @@ pub async fn write_command(
     replication_factor: i16,
 ) -> Result<()> {
     let value = serde_json::to_vec(command).unwrap_or_default();
-    put(target, command_key(source, topic), value, replication_factor).await
+    put(
+        target,
+        command_key(source, topic),
+        value,
+        replication_factor,
+    )
+    .await
 }
 
 /// Stores runtime link settings.
