@@ -244,7 +244,8 @@ fn cluster_linking_walkthrough() {
         200,
         Duration::from_secs(30),
     );
-    let pairs = |v: &[support::OwnedRecord]| -> Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>)> {
+    type Row = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+    let pairs = |v: &[support::OwnedRecord]| -> Vec<Row> {
         v.iter()
             .map(|r| (r.offset, r.key.clone(), r.value.clone()))
             .collect()
