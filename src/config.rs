@@ -24,6 +24,13 @@
 //! Sizes (`buffer_bytes`, `fetch_max_bytes`) are an integer number of bytes or a string with a
 //! binary unit: `"64MiB"` (units `B`, `KiB`, `MiB`, `GiB`).
 //!
+//! Mirror flows (`mode = "mirror"`, Cluster Linking style, see [`crate::mirror`]) keep topic names
+//! (identity naming is implied; another naming is an error) and add `link` (the link's name,
+//! default `source->target`), `consumer_offset_sync` (default true),
+//! `consumer_offset_sync_interval_secs`/`_ms` (default 5 s) and `consumer_offset_group_filters`
+//! (Cluster Linking's JSON, default every group). They write no MM2 heartbeats, checkpoints or
+//! offset syncs.
+//!
 //! Topic and group lists are regular expressions (the `regex` crate's syntax) that must match a
 //! whole name, as in MirrorMaker 2: `global_iot` matches only `global_iot`.
 //!
@@ -3406,6 +3413,64 @@ replication_factor = 3
                 "status.storage.replication.factor",
                 "config.storage.replication.factor",
             ]
+        );
+    }
+
+    #[test]
+    fn mirror_flows() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mirror.toml"),
+        )
+        .unwrap();
+        let c = parse_toml(&text, "mirror.toml").unwrap();
+        let f = c.flow("west", "east").unwrap();
+        assert_eq!(f.mode, FlowMode::Mirror);
+        assert_eq!(f.naming, NamingPolicy::Identity, "implied by mirror mode");
+        assert_eq!(f.link_name(), "west-link");
+        assert!(f.consumer_offset_sync);
+        assert_eq!(f.consumer_offset_sync_interval, Duration::from_secs(5));
+        assert!(f.consumer_offset_group_filters.includes("someGroup"));
+
+        let flow = "[[flows]]\nsource = \"a\"\ntarget = \"b\"\nmode = \"mirror\"\n";
+        let c = parse_toml(&format!("{TWO}{flow}"), "x.toml").unwrap();
+        let f = c.flow("a", "b").unwrap();
+        assert_eq!(f.link_name(), "a->b");
+        assert_eq!(f.consumer_offset_sync_interval, Duration::from_secs(5));
+        assert!(f.consumer_offset_group_filters.includes("any"));
+
+        let e = parse_toml(&format!("{TWO}{flow}naming = \"default\"\n"), "x.toml").unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].naming",
+            "keeps topic names",
+            Some("naming = \"identity\""),
+        );
+        let e = parse_toml(&format!("{TWO}{flow}separator = \"_\"\n"), "x.toml").unwrap_err();
+        check(&e, "x.toml", "flows[0].separator", "mirror flow", None);
+        let e = parse_toml(
+            &format!("{TWO}{flow}consumer_offset_group_filters = '{{\"groupFilters\":[{{\"name\":\"g\",\"patternType\":\"REGEX\"}}]}}'\n"),
+            "x.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].consumer_offset_group_filters",
+            "REGEX",
+            None,
+        );
+        let e = parse_toml(
+            &format!("{TWO}{flow}consumer_offset_sync_interval_ms = 0\n"),
+            "x.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].consumer_offset_sync_interval_ms",
+            "zero",
+            None,
         );
     }
 }
