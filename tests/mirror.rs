@@ -465,3 +465,103 @@ fn identical_offsets_in_every_codec_and_foreign_writes_stop_a_partition() {
     drop(run);
     proxy_east.assert_clean();
 }
+
+#[test]
+fn pause_resume_and_failover_are_durable_and_taken_up_while_running() {
+    let (west, _pw) = Broker::start_behind_proxy("west");
+    let (east, proxy_east) = Broker::start_behind_proxy("east");
+    let dir = std::env::temp_dir().join(topic_name("mirror-states"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("link.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"west\"\ntarget = \"east\"\nmode = \"mirror\"\n\
+             topics = [\"orders\", \"payments\"]\nrefresh_topics_interval_secs = 1\n",
+            west.bootstrap(),
+            east.bootstrap()
+        ),
+    )
+    .expect("config");
+    let c = config.to_str().expect("utf-8 path");
+    let w = west.direct_bootstrap();
+    let e = east.direct_bootstrap();
+    for t in ["orders", "payments"] {
+        create_topic(&w, t, 1);
+        produce_records(&w, t, &numbers(1, 20), Codec::None);
+    }
+    let run = Run::start(&config, dir.join("run.log"));
+    wait_until("both mirrored", &run, || {
+        end(&e, "orders", 0) == 20 && end(&e, "payments", 0) == 20
+    });
+
+    // Pause: nothing more arrives until resume; the other mirror goes on.
+    let (ok, out, err) = strait(&["mirror", "pause", "--config", c, "--topic", "orders"]);
+    assert!(ok && out.contains("paused"), "{out}{err}");
+    produce_records(&w, "orders", &numbers(21, 30), Codec::None);
+    produce_records(&w, "payments", &numbers(21, 30), Codec::None);
+    wait_until("payments goes on", &run, || end(&e, "payments", 0) == 30);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(end(&e, "orders", 0), 20, "paused");
+    let (ok, status, _) = strait(&["mirror", "status", "--config", c, "--topic", "orders"]);
+    assert!(ok && status.contains("paused"), "{status}");
+    let row: Vec<&str> = status
+        .lines()
+        .find(|l| l.starts_with("orders"))
+        .unwrap_or_else(|| panic!("{status}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[7], "10", "lag of 10 records: {status}");
+    assert_eq!(row[9], "false", "not caught up: {status}");
+    let (ok, out, err) = strait(&["mirror", "resume", "--config", c, "--topic", "orders"]);
+    assert!(ok && out.contains("resumed"), "{out}{err}");
+    wait_until("orders resumed", &run, || end(&e, "orders", 0) == 30);
+
+    // Failover while strait is stopped: stored, and applied by the next run before it writes.
+    drop(run);
+    let (ok, _, err) = strait(&[
+        "mirror",
+        "failover",
+        "--config",
+        c,
+        "--topic",
+        "orders",
+        "--timeout",
+        "1",
+    ]);
+    assert!(
+        !ok && err.contains("no running `strait run` took it yet"),
+        "{err}"
+    );
+    produce_records(&w, "orders", &numbers(31, 40), Codec::None);
+    produce_records(&w, "payments", &numbers(31, 40), Codec::None);
+    let run = Run::start(&config, dir.join("run2.log"));
+    wait_until("payments after restart", &run, || {
+        end(&e, "payments", 0) == 40
+    });
+    let (ok, out, _) = strait(&["mirror", "list", "--config", c]);
+    assert!(
+        ok && out
+            .lines()
+            .any(|l| l.contains("orders") && l.contains("failed_over")),
+        "{out}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(end(&e, "orders", 0), 30, "failed over: never written again");
+
+    // Failover while running: returns once strait stopped writing.
+    let (ok, out, err) = strait(&["mirror", "failover", "--config", c, "--topic", "payments"]);
+    assert!(ok && out.contains("failed over"), "{out}{err}");
+    produce_records(&w, "payments", &numbers(41, 50), Codec::None);
+    produce_records(&e, "payments", &numbers(1, 5), Codec::None);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(end(&e, "payments", 0), 45, "40 mirrored + 5 local");
+    assert!(
+        !run.log().contains("something other than strait"),
+        "{}",
+        run.log()
+    );
+    drop(run);
+    proxy_east.assert_clean();
+}
