@@ -8,6 +8,7 @@
 //! The library never owns the process: no global state, no printing, no `exit`.
 
 pub mod client;
+pub mod assignment;
 pub mod config;
 pub mod error;
 pub mod filter;

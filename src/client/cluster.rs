@@ -165,6 +165,20 @@ impl Cluster {
         Err(self.ctx(last.unwrap_or_else(|| Error::invalid("no broker to connect to"))))
     }
 
+    /// A new connection to broker `node_id` of its own, outside the pool.
+    pub async fn dedicated_connection(&self, node_id: i32) -> Result<Connection> {
+        self.metadata(Some(&[])).await?;
+        let addr = self
+            .read_cache()
+            .brokers
+            .get(&node_id)
+            .map(|b| format!("{}:{}", b.host, b.port))
+            .ok_or_else(|| self.ctx(Error::invalid(format!("broker {node_id} is not in metadata"))))?;
+        Connection::connect(&addr, &self.config.connection)
+            .await
+            .map_err(|e| self.ctx(e.broker_addr(&format!("{node_id} ({addr})"))))
+    }
+
     /// The pooled connection to broker `node_id`, connecting if needed.
     pub async fn connection(&self, node_id: i32) -> Result<Arc<Connection>> {
         let mut conns = self.conns.lock().await;
@@ -216,15 +230,34 @@ impl Cluster {
     /// Sends a request encoded and decoded by `kafka-protocol` at the negotiated version. Use
     /// for control-plane APIs; the data path has its own framing.
     pub async fn send<R: Request>(&self, route: Route, req: &R) -> Result<(i16, R::Response)> {
+        let conn = self.route(route).await?;
+        self.send_on(&conn, req, self.config.connection.request_timeout)
+            .await
+    }
+
+    /// The version of `R` both sides of `conn` support.
+    pub fn version_on<R: Request>(&self, conn: &Connection) -> Result<i16> {
         let key = ApiKey::try_from(R::KEY)
             .map_err(|_| Error::invalid(format!("unknown API key {}", R::KEY)))?;
-        let conn = self.route(route).await?;
+        conn.version(key).map_err(|e| self.ctx(e))
+    }
+
+    /// [`send`](Self::send) on a given connection (for example a dedicated one, for requests
+    /// that block at the broker such as JoinGroup), waiting up to `timeout`.
+    pub async fn send_on<R: Request>(
+        &self,
+        conn: &Connection,
+        req: &R,
+        timeout: Duration,
+    ) -> Result<(i16, R::Response)> {
+        let key = ApiKey::try_from(R::KEY)
+            .map_err(|_| Error::invalid(format!("unknown API key {}", R::KEY)))?;
         let version = conn.version(key).map_err(|e| self.ctx(e))?;
         let meta = conn.meta(key, version);
         let id = meta.correlation_id;
         let frame = encode_request(&meta, req).map_err(Error::invalid)?;
         let bytes = conn
-            .send_frame(id, frame, self.config.connection.request_timeout)
+            .send_frame(id, frame, timeout)
             .await
             .map_err(|e| self.ctx(e))?;
         let mut body = response_body(bytes, key, version).map_err(|e| self.ctx(e.into()))?;

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod connection;
+pub mod group;
 
 pub use cluster::{Cluster, ClusterConfig, PendingProduce, Route, EARLIEST, LATEST};
 pub use connection::{Connection, ConnectionConfig, PendingResponse};

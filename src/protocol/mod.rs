@@ -49,6 +49,10 @@ pub fn supported_versions(key: ApiKey) -> Option<Versions> {
         ApiKey::DescribeGroups => (1, 5),
         ApiKey::InitProducerId => (0, 5),
         ApiKey::CreatePartitions => (0, 3),
+        ApiKey::JoinGroup => (1, 9),
+        ApiKey::SyncGroup => (1, 5),
+        ApiKey::Heartbeat => (1, 4),
+        ApiKey::LeaveGroup => (1, 5),
         _ => return None,
     };
     Some(Versions { min, max })
@@ -58,6 +62,14 @@ pub fn supported_versions(key: ApiKey) -> Option<Versions> {
 pub mod error_code {
     /// No error.
     pub const NONE: i16 = 0;
+    /// The group's generation moved on (rejoin).
+    pub const ILLEGAL_GENERATION: i16 = 22;
+    /// The coordinator does not know this member (rejoin with no member id).
+    pub const UNKNOWN_MEMBER_ID: i16 = 25;
+    /// The group is rebalancing (rejoin).
+    pub const REBALANCE_IN_PROGRESS: i16 = 27;
+    /// JoinGroup v4+: join again with the member id in the response.
+    pub const MEMBER_ID_REQUIRED: i16 = 79;
     /// The requested offset is outside the log.
     pub const OFFSET_OUT_OF_RANGE: i16 = 1;
     /// A batch failed its CRC check.
