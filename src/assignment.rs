@@ -50,9 +50,9 @@ impl WorkItem {
     /// The flow the unit belongs to.
     pub fn flow(&self) -> &str {
         match self {
-            WorkItem::Partition { flow, .. } | WorkItem::Duties { flow } | WorkItem::Flow { flow } => {
-                flow
-            }
+            WorkItem::Partition { flow, .. }
+            | WorkItem::Duties { flow }
+            | WorkItem::Flow { flow } => flow,
         }
     }
 }
@@ -340,7 +340,9 @@ mod tests {
 
     fn universe(n: i32) -> BTreeSet<WorkItem> {
         let mut s: BTreeSet<WorkItem> = (0..n).map(p).collect();
-        s.insert(WorkItem::Duties { flow: "a->b".into() });
+        s.insert(WorkItem::Duties {
+            flow: "a->b".into(),
+        });
         s
     }
 
@@ -381,8 +383,12 @@ mod tests {
     fn wire_forms_round_trip() {
         let items = [
             p(3),
-            WorkItem::Duties { flow: "a->b".into() },
-            WorkItem::Flow { flow: "west->east".into() },
+            WorkItem::Duties {
+                flow: "a->b".into(),
+            },
+            WorkItem::Flow {
+                flow: "west->east".into(),
+            },
             WorkItem::Partition {
                 flow: "a->b".into(),
                 topic: "x.y-z_1".into(),
@@ -392,7 +398,15 @@ mod tests {
         for i in &items {
             assert_eq!(i.to_string().parse::<WorkItem>().unwrap(), *i);
         }
-        for bad in ["", "p|a->b|t", "p|a->b|t|-1", "p||t|1", "d|", "x|y", "p|a|t|z"] {
+        for bad in [
+            "",
+            "p|a->b|t",
+            "p|a->b|t|-1",
+            "p||t|1",
+            "d|",
+            "x|y",
+            "p|a|t|z",
+        ] {
             assert!(bad.parse::<WorkItem>().is_err(), "{bad}");
         }
         let mut m = member(&universe(3), &[p(1)]);
@@ -400,9 +414,12 @@ mod tests {
         assert_eq!(MemberMetadata::decode(&m.encode()).unwrap(), m);
         let a = Assignment {
             items: [p(0), p(2)].into_iter().collect(),
-            members: [("m1".to_string(), ("h".to_string(), [p(0)].into_iter().collect()))]
-                .into_iter()
-                .collect(),
+            members: [(
+                "m1".to_string(),
+                ("h".to_string(), [p(0)].into_iter().collect()),
+            )]
+            .into_iter()
+            .collect(),
         };
         assert_eq!(Assignment::decode(&a.encode()).unwrap(), a);
         assert_eq!(Assignment::decode(b"").unwrap(), Assignment::default());
@@ -497,7 +514,12 @@ mod tests {
         let members: BTreeMap<String, MemberMetadata> =
             [("m1".to_string(), m1), ("m2".to_string(), member(&u, &[]))].into();
         let plan = assign(&members);
-        let heavy = |id: &str| plan.now[id].iter().filter(|i| **i == p(0) || **i == p(1)).count();
+        let heavy = |id: &str| {
+            plan.now[id]
+                .iter()
+                .filter(|i| **i == p(0) || **i == p(1))
+                .count()
+        };
         assert_eq!(heavy("m1"), 1);
         assert_eq!(heavy("m2"), 1);
     }

@@ -93,6 +93,9 @@ pub struct Config {
     pub unsupported: Vec<String>,
     /// Listen address of the status API, e.g. `"127.0.0.1:8083"`; `None` = off.
     pub http: Option<String>,
+    /// Name shared by the instances that split the work (default `default`): instances with the
+    /// same name and configuration form one group per target cluster, `strait.<name>.<target>`.
+    pub instance_group: String,
 }
 
 impl Config {
@@ -812,7 +815,10 @@ const REPLICATION_FACTOR_ALLOWED: &str = "-1 (broker default) or 1 to 32767";
 // TOML
 // ------------------------------------------------------------------------------------------------
 
-const TOP_KEYS: &[&str] = &["http", "clusters", "defaults", "flows"];
+const TOP_KEYS: &[&str] = &["http", "instance_group", "clusters", "defaults", "flows"];
+
+/// The instance group of a configuration that names none.
+pub const DEFAULT_INSTANCE_GROUP: &str = "default";
 
 const CLUSTER_KEYS: &[&str] = &[
     "bootstrap_servers",
@@ -1431,6 +1437,17 @@ pub fn parse_toml(text: &str, origin: &str) -> Result<Config, ConfigError> {
         }
     }
 
+    let instance_group = match root.get("instance_group") {
+        None => DEFAULT_INSTANCE_GROUP.to_string(),
+        Some(v) => {
+            let s = toml_str(file, "instance_group", v)?.trim().to_string();
+            check_alias(&s).map_err(|p| {
+                ConfigError::new(file, "instance_group", p.replace("cluster alias", "name"))
+                    .allowed(ALIAS_RULE)
+            })?;
+            s
+        }
+    };
     let http = match root.get("http") {
         None => None,
         Some(v) => {
@@ -1558,6 +1575,7 @@ pub fn parse_toml(text: &str, origin: &str) -> Result<Config, ConfigError> {
         origin: origin.to_string(),
         unsupported: Vec::new(),
         http,
+        instance_group,
     })
 }
 
@@ -2303,6 +2321,7 @@ pub fn parse_mm2(text: &str, origin: &str) -> Result<Config, ConfigError> {
         origin: origin.to_string(),
         unsupported,
         http: None,
+        instance_group: DEFAULT_INSTANCE_GROUP.to_string(),
     })
 }
 
@@ -2578,7 +2597,7 @@ replication_factor = 3
             "test.toml",
             "topics",
             "flow settings go in a [[flows]] entry",
-            Some("http, clusters, defaults, flows"),
+            Some("http, instance_group, clusters, defaults, flows"),
         );
         let e = parse_toml(&format!("{TWO}http = \"127.0.0.1:8083\"\n"), "x.toml").unwrap_err();
         check(

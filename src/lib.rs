@@ -7,8 +7,8 @@
 //!
 //! The library never owns the process: no global state, no printing, no `exit`.
 
-pub mod client;
 pub mod assignment;
+pub mod client;
 pub mod config;
 pub mod error;
 pub mod filter;

@@ -33,6 +33,7 @@ fn main() -> std::process::ExitCode {
             Command::Offsets(args) => cli::offsets::offsets(args).await.map(|s| print!("{s}")),
             Command::Failover(args) => cli::offsets::failover(args).await.map(|s| print!("{s}")),
             Command::Mirror(args) => cli::mirror::run(args).await.map(|s| print!("{s}")),
+            Command::Members(args) => cli::members::run(args).await.map(|s| print!("{s}")),
         }
     });
     match result {

@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod lists;
+pub mod members;
 pub mod mirror;
 pub mod offsets;
 pub mod probe;
@@ -55,6 +56,8 @@ pub enum Command {
     /// Mirror topics (Cluster Linking style): list, describe, status, pause, resume, promote,
     /// failover, configure.
     Mirror(mirror::MirrorArgs),
+    /// The instances sharing each target cluster's work, and who owns what.
+    Members(members::MembersArgs),
 }
 
 /// Sets up `tracing` for the binary.

@@ -173,7 +173,11 @@ impl Cluster {
             .brokers
             .get(&node_id)
             .map(|b| format!("{}:{}", b.host, b.port))
-            .ok_or_else(|| self.ctx(Error::invalid(format!("broker {node_id} is not in metadata"))))?;
+            .ok_or_else(|| {
+                self.ctx(Error::invalid(format!(
+                    "broker {node_id} is not in metadata"
+                )))
+            })?;
         Connection::connect(&addr, &self.config.connection)
             .await
             .map_err(|e| self.ctx(e.broker_addr(&format!("{node_id} ({addr})"))))

@@ -15,10 +15,12 @@ use tokio::sync::watch;
 
 use super::groups;
 use super::lists::{self, ListKind, Lists};
+use super::membership::Ownership;
 use super::mirrors::{self, ControlView};
 use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
 use super::status::{FlowStatus, PartitionStatus};
 use super::store;
+use crate::assignment::WorkItem;
 use crate::client::{Cluster, PendingProduce, EARLIEST, LATEST};
 use crate::config::{FlowConfig, FlowMode, NamingPolicy};
 use crate::error::{Error, Result};
@@ -106,6 +108,17 @@ pub struct Flow {
     checkpointed: HashMap<(String, String, i32), (i64, i64)>,
     /// Mirror flows only: mirror states, commands and consumer offset sync.
     mirror: Option<MirrorCtl>,
+    /// Scale-out: the units of work this instance owns (`None`: everything).
+    ownership: Option<Arc<Ownership>>,
+    /// Units of this flow owned, as last read from `ownership`.
+    assigned: std::collections::BTreeSet<WorkItem>,
+    /// `ownership`'s lost epoch last seen.
+    lost_seen: u64,
+    /// Units this flow found on the source at the last topic refresh.
+    wanted_items: std::collections::BTreeSet<WorkItem>,
+    /// When both clusters last answered, and the last problem reaching them.
+    health: (Instant, Option<String>),
+    next_health: Instant,
 }
 
 /// The mirror side of a flow (`mode = "mirror"`).
@@ -184,6 +197,145 @@ impl Flow {
             in_flight: VecDeque::new(),
             checkpointed: HashMap::new(),
             mirror,
+            ownership: None,
+            assigned: Default::default(),
+            lost_seen: 0,
+            wanted_items: Default::default(),
+            health: (Instant::now(), None),
+            next_health: Instant::now(),
+        }
+    }
+
+    /// Shares the work with other instances: only units `ownership` assigns are run.
+    pub fn with_ownership(mut self, ownership: Arc<Ownership>) -> Flow {
+        self.ownership = Some(ownership);
+        self
+    }
+
+    fn partition_item(&self, topic: &str, partition: i32) -> WorkItem {
+        if self.mirror.is_some() {
+            WorkItem::Flow { flow: self.name() }
+        } else {
+            WorkItem::Partition {
+                flow: self.name(),
+                topic: topic.to_string(),
+                partition,
+            }
+        }
+    }
+
+    fn duties_item(&self) -> WorkItem {
+        if self.mirror.is_some() {
+            WorkItem::Flow { flow: self.name() }
+        } else {
+            WorkItem::Duties { flow: self.name() }
+        }
+    }
+
+    /// Whether this instance runs the partition.
+    fn owns_partition(&self, topic: &str, partition: i32) -> bool {
+        self.ownership.is_none()
+            || self
+                .assigned
+                .contains(&self.partition_item(topic, partition))
+    }
+
+    /// Whether this instance does the flow-wide duties.
+    fn owns_duties(&self) -> bool {
+        self.ownership.is_none() || self.assigned.contains(&self.duties_item())
+    }
+
+    /// Whether writing into the target is allowed now (the membership lease is valid).
+    fn may_write(&self) -> bool {
+        self.ownership.as_ref().is_none_or(|o| o.may_write())
+    }
+
+    /// Takes up ownership changes: drops everything if the membership was lost (writing
+    /// nothing), releases units taken away (answers applied, progress stored), and reports what
+    /// exists and what is held. Returns whether units were newly assigned.
+    async fn sync_ownership(&mut self) -> bool {
+        let Some(own) = self.ownership.clone() else {
+            return false;
+        };
+        let name = self.name();
+        if own.lost_epoch() != self.lost_seen {
+            self.lost_seen = own.lost_epoch();
+            if !self.parts.is_empty() {
+                tracing::warn!(flow = %name, partitions = self.parts.len(), "group membership lost: stopping every partition without writing");
+            }
+            self.parts.clear();
+            self.in_flight.clear();
+        }
+        let assigned = own.assigned_for(&name);
+        let mut gained = false;
+        if assigned != self.assigned {
+            gained = assigned.iter().any(|i| !self.assigned.contains(i));
+            self.assigned = assigned;
+            let release: Vec<(String, i32)> = self
+                .parts
+                .keys()
+                .filter(|(t, p)| !self.owns_partition(t, *p))
+                .cloned()
+                .collect();
+            if !release.is_empty() {
+                while !self.in_flight.is_empty() {
+                    self.receive_one().await;
+                }
+                if self.may_write() {
+                    if let Err(e) = self.flush_progress().await {
+                        tracing::warn!(flow = %name, "progress write before releasing failed: {e}");
+                    }
+                }
+                for k in release {
+                    tracing::info!(flow = %name, topic = %k.0, partition = k.1, "released to another instance");
+                    self.parts.remove(&k);
+                }
+            }
+        }
+        self.report_ownership();
+        gained
+    }
+
+    fn report_ownership(&self) {
+        let Some(own) = &self.ownership else {
+            return;
+        };
+        if self.wanted_items.is_empty() {
+            return; // not refreshed yet: the group would see a flow with no work
+        }
+        let mut held: std::collections::BTreeSet<WorkItem> = self
+            .parts
+            .keys()
+            .map(|(t, p)| self.partition_item(t, *p))
+            .collect();
+        if self.owns_duties() {
+            held.insert(self.duties_item());
+        }
+        let rates = self
+            .parts
+            .iter()
+            .map(|((t, p), st)| (self.partition_item(t, *p), st.bytes))
+            .collect();
+        let health = match &self.health.1 {
+            Some(why) if self.health.0.elapsed() > Duration::from_secs(15) => Err(why.clone()),
+            _ => Ok(()),
+        };
+        own.report(&self.name(), self.wanted_items.clone(), held, rates, health);
+    }
+
+    /// Checks every few seconds that both clusters answer (scale-out: an instance that cannot
+    /// reach one leaves the group).
+    async fn check_health(&mut self) {
+        if self.ownership.is_none() || Instant::now() < self.next_health {
+            return;
+        }
+        self.next_health = Instant::now() + Duration::from_secs(2);
+        let src = self.source.metadata(Some(&[])).await;
+        let dst = self.target.metadata(Some(&[])).await;
+        match (src, dst) {
+            (Ok(_), Ok(_)) => self.health = (Instant::now(), None),
+            (Err(e), _) => self.health.1 = Some(format!("cluster {}: {e}", self.source.name())),
+            (_, Err(e)) => self.health.1 = Some(format!("cluster {}: {e}", self.target.name())),
         }
     }
 
@@ -229,6 +381,12 @@ impl Flow {
         let mut next_sync =
             Instant::now() + self.cfg.offset_sync_interval.min(Duration::from_secs(5));
         while !*shutdown.borrow() {
+            if self.ownership.is_some() {
+                self.check_health().await;
+                if self.sync_ownership().await {
+                    next_refresh = Instant::now(); // resume newly assigned partitions now
+                }
+            }
             let now = Instant::now();
             if now >= next_refresh {
                 tracing::debug!(flow = %name, "refreshing topics");
@@ -237,12 +395,17 @@ impl Flow {
                 }
                 next_refresh = now + self.cfg.refresh_topics_interval;
             }
-            if self.mirror.is_some() {
+            if self.mirror.is_some() && self.owns_duties() && self.may_write() {
                 if let Err(e) = self.mirror_tick().await {
                     tracing::warn!(flow = %name, "mirror upkeep failed: {e}");
                 }
             }
-            if self.cfg.emit_heartbeats && self.mm2_records() && now >= next_heartbeat {
+            if self.cfg.emit_heartbeats
+                && self.mm2_records()
+                && self.owns_duties()
+                && self.may_write()
+                && now >= next_heartbeat
+            {
                 if let Err(e) = self.heartbeat().await {
                     tracing::warn!(flow = %name, "heartbeat failed: {e}");
                 }
@@ -279,6 +442,8 @@ impl Flow {
             }
             if (self.cfg.emit_checkpoints || self.cfg.sync_group_offsets)
                 && self.mm2_records()
+                && self.owns_duties()
+                && self.may_write()
                 && Instant::now() >= next_checkpoint
             {
                 if let Err(e) = self.checkpoints().await {
@@ -291,7 +456,11 @@ impl Flow {
                 };
                 next_checkpoint = Instant::now() + every;
             }
-            if self.cfg.emit_offset_syncs && self.mm2_records() && Instant::now() >= next_sync {
+            if self.cfg.emit_offset_syncs
+                && self.mm2_records()
+                && self.may_write()
+                && Instant::now() >= next_sync
+            {
                 if let Err(e) = self.offset_syncs().await {
                     tracing::warn!(flow = %name, "offset syncs failed: {e}");
                 }
@@ -312,6 +481,9 @@ impl Flow {
         }
         let mut attempt = 0;
         while let Err(e) = self.flush_progress().await {
+            if !self.may_write() {
+                break;
+            }
             attempt += 1;
             if attempt == 5 {
                 return Err(e);
@@ -323,11 +495,9 @@ impl Flow {
         Ok(())
     }
 
-    async fn setup(&mut self) -> Result<()> {
-        store::ensure_compacted_topic(&self.target, PROGRESS_TOPIC, self.replication_factor)
-            .await?;
-        let src = self.source.name().to_string();
-        let prefix = format!("{src}|");
+    /// Reads the stored positions of this flow's partitions.
+    async fn reload_progress(&mut self) -> Result<()> {
+        let prefix = format!("{}|", self.source.name());
         for (k, v) in store::read_latest(&self.target, PROGRESS_TOPIC).await? {
             let Ok(k) = String::from_utf8(k.to_vec()) else {
                 continue;
@@ -338,6 +508,14 @@ impl Flow {
                 }
             }
         }
+        Ok(())
+    }
+
+    async fn setup(&mut self) -> Result<()> {
+        store::ensure_compacted_topic(&self.target, PROGRESS_TOPIC, self.replication_factor)
+            .await?;
+        let src = self.source.name().to_string();
+        self.reload_progress().await?;
         for ((g, t, p), c) in groups::read_checkpoints(&self.target, &src).await? {
             self.checkpointed
                 .insert((g, t, p), (c.upstream_offset, c.downstream_offset));
@@ -448,6 +626,19 @@ impl Flow {
                 wanted.insert(t.name.clone(), t.partitions.len());
             }
         }
+        if self.ownership.is_some() {
+            let mut items = std::collections::BTreeSet::new();
+            for (topic, count) in &wanted {
+                for p in 0..*count as i32 {
+                    items.insert(self.partition_item(topic, p));
+                }
+            }
+            items.insert(self.duties_item());
+            self.wanted_items = items;
+            self.report_ownership();
+            // Positions of partitions taken over from other instances are read fresh.
+            self.reload_progress().await?;
+        }
         // Stop partitions of topics no longer selected.
         let dropped: Vec<(String, i32)> = self
             .parts
@@ -463,6 +654,9 @@ impl Flow {
             }
         }
         for (topic, count) in wanted {
+            if !(0..count as i32).any(|p| self.owns_partition(&topic, p)) {
+                continue; // another instance runs it
+            }
             if let Err(e) = self.ensure_topic(&topic, count).await {
                 self.report(&format!("topic {topic}"), format!("{e}"));
             }
@@ -554,7 +748,7 @@ impl Flow {
             );
         }
         for p in 0..partitions.min(remote_partitions) as i32 {
-            if self.parts.contains_key(&(topic.to_string(), p)) {
+            if self.parts.contains_key(&(topic.to_string(), p)) || !self.owns_partition(topic, p) {
                 continue;
             }
             match self.resume_partition(topic, &remote, p).await {
@@ -866,6 +1060,9 @@ impl Flow {
     /// Starts one Produce request per target leader carrying the next unsent batch of every
     /// partition that has one (up to [`MAX_IN_FLIGHT`] per partition). Returns requests sent.
     async fn send_round(&mut self) -> Result<usize> {
+        if !self.may_write() {
+            return Ok(0);
+        }
         let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
         let held = self.held_topics();
         let keys: Vec<(String, i32)> = self
@@ -1454,6 +1651,9 @@ impl Flow {
         if groups.is_empty() {
             return Ok(());
         }
+        if self.ownership.is_some() {
+            self.reload_progress().await?;
+        }
         // Maps of the reverse flow (dst -> src), stored in the source cluster.
         let prefix = format!("{dst}|");
         let mut reverse: HashMap<(String, i32), OffsetMap> = HashMap::new();
@@ -1484,8 +1684,17 @@ impl Flow {
                 }
             };
             for c in committed {
+                let stored = self
+                    .stored_progress
+                    .get(&progress::key(&src, &c.topic, c.partition));
                 let translated = if let Some(st) = self.parts.get(&(c.topic.clone(), c.partition)) {
                     Some((st.target_topic.clone(), st.map.to_target(c.offset)))
+                } else if let (Some(map), true) = (stored, self.ownership.is_some()) {
+                    // Scale-out: a partition another instance runs, through its stored map.
+                    Some((
+                        self.policy.remote_topic(&src, &c.topic),
+                        map.to_target(c.offset),
+                    ))
                 } else if self.policy.topic_source(&c.topic).as_deref() == Some(dst.as_str()) {
                     let original = self.policy.upstream_topic(&c.topic).unwrap_or_default();
                     reverse
@@ -1607,6 +1816,11 @@ impl Flow {
         }
         if records.is_empty() {
             return Ok(());
+        }
+        if !self.may_write() {
+            return Err(Error::invalid(
+                "not writing progress: this instance's group membership lease ran out",
+            ));
         }
         store::append_once(&self.target, PROGRESS_TOPIC, 0, &records).await?;
         for st in self.parts.values_mut() {

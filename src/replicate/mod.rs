@@ -9,6 +9,7 @@
 pub mod flow;
 pub mod groups;
 pub mod lists;
+pub mod membership;
 pub mod mirrors;
 pub mod progress;
 pub mod status;
@@ -125,7 +126,39 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
         );
     }
     let config = Arc::new(config);
+    // Scale-out: one group membership per target cluster; its flows run only what it owns.
+    let mut owners: BTreeMap<String, Arc<membership::Ownership>> = BTreeMap::new();
+    for flow in &flows {
+        owners
+            .entry(flow.target.clone())
+            .or_default();
+    }
+    for (target, own) in &owners {
+        let cfg = membership::MembershipConfig {
+            group: membership::group_id(&config.instance_group, target),
+            flows: flows
+                .iter()
+                .filter(|f| f.target == *target)
+                .map(|f| f.name())
+                .collect(),
+            timings: crate::client::group::GroupTimings {
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            instance: membership::instance_name(),
+        };
+        let (own, config, target) = (own.clone(), config.clone(), target.clone());
+        let mut shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            let Some(cluster) = connect(&config, &target, &mut shutdown).await? else {
+                return Ok(());
+            };
+            membership::run(cluster, cfg, own, shutdown).await;
+            Ok(())
+        });
+    }
     for flow in flows {
+        let own = owners.get(&flow.target).cloned();
         let reverse = config
             .flows
             .iter()
@@ -138,20 +171,30 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
         let mut shutdown = shutdown.clone();
         let config = config.clone();
         tasks.spawn(async move {
-            let Some(source) = connect(&config, &flow.source, &mut shutdown).await? else {
-                return Ok(());
-            };
-            let Some(target) = connect(&config, &flow.target, &mut shutdown).await? else {
-                return Ok(());
-            };
-            let rf = config
-                .clusters
-                .get(&flow.target)
-                .map(|c| c.replication_factor)
-                .unwrap_or(-1);
-            flow::Flow::new(flow, source, target, reverse, rf, tx)
-                .run(shutdown)
-                .await
+            let name = flow.name();
+            let result = async {
+                let Some(source) = connect(&config, &flow.source, &mut shutdown).await? else {
+                    return Ok(());
+                };
+                let Some(target) = connect(&config, &flow.target, &mut shutdown).await? else {
+                    return Ok(());
+                };
+                let rf = config
+                    .clusters
+                    .get(&flow.target)
+                    .map(|c| c.replication_factor)
+                    .unwrap_or(-1);
+                let mut f = flow::Flow::new(flow, source, target, reverse, rf, tx);
+                if let Some(own) = &own {
+                    f = f.with_ownership(own.clone());
+                }
+                f.run(shutdown).await
+            }
+            .await;
+            if let Some(own) = &own {
+                own.flow_done(&name);
+            }
+            result
         });
     }
     let done = tokio::spawn(async move {

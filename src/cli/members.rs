@@ -1,0 +1,135 @@
+//! `strait members`: the instances sharing each target cluster's work and who owns what: live
+//! members from the group coordinator (DescribeGroups), what the leader assigned them and what
+//! each one runs from the records they keep in the target cluster, so it works from any machine.
+
+use std::path::PathBuf;
+
+use strait::assignment::WorkItem;
+use strait::error::{Error, Result};
+use strait::mirror::format_table;
+use strait::replicate::lists::CONTROL_TOPIC;
+use strait::replicate::membership::{
+    assignment_key, group_id, held_key, StoredAssignment, StoredHeld,
+};
+use strait::replicate::store;
+
+/// Arguments of `strait members`.
+#[derive(Debug, clap::Args)]
+pub struct MembersArgs {
+    /// Configuration file (TOML or mm2.properties).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Only this target cluster.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Print one line per unit of work a live member runs: `target member unit`.
+    #[arg(long)]
+    pub units: bool,
+}
+
+/// Describes the groups and returns the table.
+pub async fn run(args: &MembersArgs) -> Result<String> {
+    let config = strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
+    let mut targets: Vec<String> = config
+        .flows
+        .iter()
+        .filter(|f| f.enabled)
+        .map(|f| f.target.clone())
+        .collect();
+    targets.sort();
+    targets.dedup();
+    if let Some(t) = &args.target {
+        if !targets.contains(t) {
+            return Err(Error::invalid(format!(
+                "{}: no enabled flow writes into {t:?} (targets: {})",
+                config.origin,
+                targets.join(", ")
+            )));
+        }
+        targets = vec![t.clone()];
+    }
+    let mut rows = vec![vec![
+        "Target".to_string(),
+        "Group".into(),
+        "State".into(),
+        "Member".into(),
+        "Instance".into(),
+        "Assigned".into(),
+        "Running".into(),
+        "Duties".into(),
+    ]];
+    let mut units = Vec::new();
+    for t in targets {
+        let group = group_id(&config.instance_group, &t);
+        let cluster = strait::replicate::connect_once(&config, &t).await?;
+        // Live members from the coordinator; what they own and run from their stored records.
+        let resp = cluster.describe_group(&group).await?;
+        let (state, live): (String, Vec<String>) = match resp.groups.into_iter().next() {
+            Some(g) => (
+                g.group_state.to_string(),
+                g.members.iter().map(|m| m.member_id.to_string()).collect(),
+            ),
+            None => ("Dead".to_string(), Vec::new()),
+        };
+        let records = store::read_latest(&cluster, CONTROL_TOPIC).await?;
+        let assigned: Option<StoredAssignment> = records
+            .get(assignment_key(&group).as_bytes())
+            .and_then(|v| serde_json::from_slice(v).ok());
+        if live.is_empty() {
+            rows.push(vec![
+                t.clone(),
+                group.clone(),
+                state.clone(),
+                "-".into(),
+                "-".into(),
+                "0".into(),
+                "0".into(),
+                "-".into(),
+            ]);
+        }
+        for id in &live {
+            let held: Option<StoredHeld> = records
+                .get(held_key(&group, id).as_bytes())
+                .and_then(|v| serde_json::from_slice(v).ok());
+            let (inst, given) = assigned
+                .as_ref()
+                .and_then(|a| a.members.get(id).cloned())
+                .unwrap_or_default();
+            let parse = |v: &[String]| -> Vec<WorkItem> {
+                v.iter().filter_map(|s| s.parse().ok()).collect()
+            };
+            let given = parse(&given);
+            let running = held.as_ref().map(|h| parse(&h.held)).unwrap_or_default();
+            let is_part = |i: &&WorkItem| matches!(i, WorkItem::Partition { .. });
+            let duties: Vec<String> = running
+                .iter()
+                .filter_map(|i| match i {
+                    WorkItem::Duties { flow } => Some(flow.clone()),
+                    WorkItem::Flow { flow } => Some(format!("{flow} (whole flow)")),
+                    WorkItem::Partition { .. } => None,
+                })
+                .collect();
+            rows.push(vec![
+                t.clone(),
+                group.clone(),
+                state.clone(),
+                id.clone(),
+                held.as_ref().map(|h| h.instance.clone()).unwrap_or(inst),
+                given.iter().filter(is_part).count().to_string(),
+                running.iter().filter(is_part).count().to_string(),
+                if duties.is_empty() {
+                    "-".to_string()
+                } else {
+                    duties.join(",")
+                },
+            ]);
+            for i in &running {
+                units.push(format!("{t} {id} {i}"));
+            }
+        }
+    }
+    if args.units {
+        return Ok(units.into_iter().map(|u| u + "\n").collect());
+    }
+    Ok(format_table(&rows))
+}
