@@ -1290,7 +1290,8 @@ fn resolve_mirror(
     if flow.mode != FlowMode::Mirror {
         return Ok(());
     }
-    if let Some((false, layer)) = naming.identity {
+    // `[defaults]` naming applies to replicate flows; only the flow's own table is an error.
+    if let Some((false, layer @ 1)) = naming.identity {
         return Err(ConfigError::new(
             file,
             format!("{}.naming", table_paths[layer]),
@@ -1298,7 +1299,7 @@ fn resolve_mirror(
         )
         .allowed("naming = \"identity\", or mode = \"replicate\""));
     }
-    if let Some((_, layer)) = &naming.separator {
+    if let Some((_, layer @ 1)) = &naming.separator {
         return Err(ConfigError::new(
             file,
             format!("{}.separator", table_paths[*layer]),
@@ -2504,12 +2505,8 @@ naming = "identity"
         assert_eq!(f.sync_group_offsets_interval, Duration::from_secs(15));
         assert!(!f.emit_heartbeats);
         assert!(!f.enabled);
-        assert_eq!(
-            f.naming,
-            NamingPolicy::Default {
-                separator: "_".into()
-            }
-        );
+        // A mirror flow keeps topic names whatever [defaults] says.
+        assert_eq!(f.naming, NamingPolicy::Identity);
         let g = &c.flows[1];
         // An identity flow ignores a separator that only [defaults] sets.
         assert_eq!(g.naming, NamingPolicy::Identity);

@@ -424,7 +424,9 @@ pub async fn run(
                 _ = own.changed.notified() => {}
                 _ = shutdown.changed() => {}
             }
-            if *shutdown.borrow() {
+            // On shutdown keep heartbeating (so the lease holds) until the flows have drained
+            // and stored their progress.
+            if *shutdown.borrow() && own.all_done(&cfg.flows) {
                 break 'outer;
             }
             if let Some(why) = own.unhealthy() {
@@ -470,8 +472,8 @@ pub async fn run(
             }
         }
     }
-    // Shutdown: the flows drain and store their progress, then the group hears we left, so the
-    // others take over at once.
+    // Shutdown: the flows have drained and stored their progress (or gave up); the group hears
+    // we left, so the others take over at once.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !own.all_done(&cfg.flows) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
