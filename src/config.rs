@@ -1887,9 +1887,11 @@ fn parse_jaas(value: &str) -> Result<Jaas, String> {
         Some(JaasToken::Word(flag))
             if ["required", "requisite", "sufficient", "optional"]
                 .contains(&flag.to_ascii_lowercase().as_str()) => {}
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "expected a control flag (required, requisite, sufficient or optional) after {module}"
-        )),
+        ))
+        }
     }
     let mut options = Vec::new();
     loop {
