@@ -246,6 +246,26 @@ fn tls_broker_probe_with_toml_and_mm2_config() {
     let out = probe(&mtls, "t", &[]);
     assert!(out.status.success(), "{}", text(&out));
 
+    // A CA file that is not there stops before any connection, naming cluster and file.
+    let missing = write_file(
+        &dir,
+        "missing-ca.toml",
+        &format!(
+            "[clusters.t]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
+            broker.bootstrap(),
+            dir.join("no-such-ca.pem").display()
+        ),
+    );
+    let out = probe(&missing, "t", &[]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    let errors = lines_with(&t, "error:");
+    assert_eq!(errors.len(), 1, "{t}");
+    assert!(
+        errors[0].contains("cluster t") && errors[0].contains("no-such-ca.pem"),
+        "{t}"
+    );
+
     // Plain TCP against the TLS listener fails clearly instead of hanging.
     let plain = write_file(
         &dir,
@@ -312,6 +332,21 @@ fn untrusted_certificate_is_one_clear_error_without_retries() {
         "one connection attempt, no retries:\n{out}"
     );
     assert_no_secret("strait run output", &out, SECRETS);
+
+    // TLS to a plaintext listener: a TLS failure too, not a retried socket error.
+    let plain = write_file(
+        &dir,
+        "tls-to-plain.toml",
+        &format!(
+            "[clusters.p]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
+            a.bootstrap(),
+            pki.ca_cert.display()
+        ),
+    );
+    let out = probe(&plain, "p", &[]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert_eq!(lines_with(&t, "TLS handshake failed").len(), 1, "{t}");
 }
 
 #[test]

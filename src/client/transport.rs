@@ -67,17 +67,20 @@ pub async fn connect(
 }
 
 /// A handshake error: rustls' own errors (carried as `InvalidData`) and a peer that hangs up
-/// mid-handshake are TLS failures; other socket errors are ordinary I/O errors.
+/// or resets mid-handshake (a plaintext listener does that to a TLS hello) are TLS failures;
+/// other socket errors are ordinary I/O errors.
 fn handshake_error(e: std::io::Error) -> Error {
     if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
         return Error::new(ErrorKind::Tls(inner.to_string()));
     }
     match e.kind() {
         std::io::ErrorKind::InvalidData => Error::new(ErrorKind::Tls(e.to_string())),
-        std::io::ErrorKind::UnexpectedEof => Error::new(ErrorKind::Tls(
-            "the broker closed the connection during the handshake (is this a TLS listener, and does it want a client certificate?)"
-                .to_string(),
-        )),
+        std::io::ErrorKind::UnexpectedEof
+        | std::io::ErrorKind::ConnectionReset
+        | std::io::ErrorKind::ConnectionAborted => Error::new(ErrorKind::Tls(format!(
+            "the broker closed the connection during the handshake ({}): is this a TLS listener, and does it want a client certificate?",
+            e.kind()
+        ))),
         _ => Error::from(e),
     }
 }

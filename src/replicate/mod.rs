@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use crate::client::{Cluster, ClusterConfig, ConnectionConfig, TlsClient};
 use crate::config::{ClusterSettings, Config};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use status::FlowStatus;
 
 /// Client settings for a configured cluster. With TLS, reads the CA, certificate and key files
@@ -30,7 +30,7 @@ pub fn cluster_config(c: &ClusterSettings) -> Result<ClusterConfig> {
     let mut cfg = ClusterConfig::new(&c.alias, &c.bootstrap_servers.join(","));
     let tls = if c.security_protocol.uses_tls() {
         let config = crate::tls::client_config(&c.tls)
-            .map_err(|e| Error::new(ErrorKind::Tls(e)).cluster(&c.alias))?;
+            .map_err(|e| Error::invalid(format!("TLS settings: {e}")).cluster(&c.alias))?;
         Some(TlsClient {
             config,
             server_name: c.tls.server_name.clone(),
@@ -54,8 +54,7 @@ pub fn check_supported(_origin: &str, c: &ClusterSettings) -> Result<()> {
     cluster_config(c).map(|_| ())
 }
 
-/// The settings of a configured cluster, refusing unknown aliases and settings this version
-/// cannot honour.
+/// The settings of a configured cluster, refusing unknown aliases.
 pub fn cluster_settings<'a>(config: &'a Config, alias: &str) -> Result<&'a ClusterSettings> {
     let settings = config.clusters.get(alias).ok_or_else(|| {
         Error::invalid(format!(
@@ -69,7 +68,6 @@ pub fn cluster_settings<'a>(config: &'a Config, alias: &str) -> Result<&'a Clust
                 .join(", ")
         ))
     })?;
-    check_supported(&config.origin, settings)?;
     Ok(settings)
 }
 

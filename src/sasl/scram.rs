@@ -63,7 +63,7 @@ pub enum ScramError {
     #[error("malformed SCRAM server message: {0}")]
     Malformed(String),
     /// The server answered with `e=...`.
-    #[error("server refused: {0}")]
+    #[error("the broker refused: {0}")]
     Refused(String),
     /// The server's signature does not match: it does not know our password.
     #[error("the server's SCRAM signature does not match (the broker could not prove it knows the credentials)")]
