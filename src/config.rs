@@ -211,11 +211,12 @@ impl ClusterSettings {
         }
     }
 
-    /// Secrets of this cluster written in clear in the configuration file, by key.
+    /// Secrets of this cluster written in clear in the configuration file, described by
+    /// cluster and role (never by value).
     pub fn literal_secrets(&self) -> Vec<String> {
         match &self.sasl {
             Some(s) if s.password.source() == &SecretSource::Literal => {
-                vec![format!("clusters.{}.sasl_password", self.alias)]
+                vec![format!("the SASL password of cluster {}", self.alias)]
             }
             _ => Vec::new(),
         }
@@ -4077,7 +4078,7 @@ sasl_password = {{ file = "{}" }}
         .unwrap();
         assert_eq!(
             c.clusters["a"].literal_secrets(),
-            vec!["clusters.a.sasl_password".to_string()]
+            vec!["the SASL password of cluster a".to_string()]
         );
     }
 

@@ -121,14 +121,21 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             config.origin
         )));
     }
+    let mut literal: Vec<String> = Vec::new();
     for c in config.clusters.values() {
         check_supported(&config.origin, c)?;
-        for key in c.literal_secrets() {
-            tracing::warn!(
-                "{}: {key} is written in clear in the configuration file; prefer {{ env = \"VAR\" }} or {{ file = \"PATH\" }} (mm2: ${{env:VAR}} / ${{file:PATH:KEY}})",
-                config.origin
-            );
+        literal.extend(c.literal_secrets());
+    }
+    if let Some(token) = config.http.as_ref().and_then(|h| h.token.as_ref()) {
+        if token.source() == &crate::secret::SecretSource::Literal {
+            literal.push("the HTTP token".to_string());
         }
+    }
+    for what in literal {
+        tracing::warn!(
+            "{}: {what} is written in clear in the configuration file; prefer {{ env = \"VAR\" }} or {{ file = \"PATH\" }} (mm2.properties: ${{env:VAR}} or ${{file:PATH:KEY}})",
+            config.origin
+        );
     }
     if let Some(http) = &config.http {
         tracing::warn!(
