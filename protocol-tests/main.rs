@@ -6,3 +6,4 @@ mod fixtures;
 mod frames;
 mod malformed;
 mod planner;
+mod sasl;

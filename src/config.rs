@@ -7,10 +7,20 @@
 //! # TOML
 //!
 //! ```toml
-//! http = "127.0.0.1:8083"                  # optional status API listen address
+//! http = "127.0.0.1:8083"                  # optional status API listen address (or [http], below)
 //! [clusters.cluster_a]
 //! bootstrap_servers = ["127.0.0.1:9092"]   # or "host:port,host:port"
 //! security_protocol = "PLAINTEXT"          # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+//! [clusters.cluster_b]
+//! bootstrap_servers = "kafka-b:9093"
+//! security_protocol = "SASL_SSL"
+//! sasl_mechanism = "SCRAM-SHA-512"         # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//! sasl_username = "strait"
+//! sasl_password = { env = "B_PASSWORD" }   # or { file = "/run/secrets/b" }, or a string (warned)
+//! ssl_ca_file = "/etc/strait/ca.pem"       # PEM CAs to trust; default: the system roots
+//! ssl_certificate_file = "client.pem"      # optional client certificate (mutual TLS) ...
+//! ssl_key_file = "client.key"              # ... and its unencrypted PEM key
+//! ssl_server_name = "kafka-b.internal"     # optional: name to verify instead of each broker host
 //! [defaults]                               # optional: any flow key except source/target
 //! refresh_topics_interval_secs = 10
 //! [[flows]]
@@ -31,6 +41,22 @@
 //! (Cluster Linking's JSON, default every group). They write no MM2 heartbeats, checkpoints or
 //! offset syncs.
 //!
+//! Secrets (`sasl_password`, the `[http]` `token`) are `{ env = "VAR" }`, `{ file = "PATH" }`
+//! (whole file, one trailing line break dropped), `{ file = "PATH", key = "KEY" }` (a key of a
+//! Java properties file) or a plain string, which works but is warned about; see
+//! [`crate::secret`]. They are read when the file is loaded and print as `***`.
+//!
+//! The HTTP endpoints take either `http = "host:port"` or a table:
+//!
+//! ```toml
+//! [http]
+//! listen = "127.0.0.1:8083"       # default; a non-loopback address needs allow_remote = true
+//! allow_remote = false
+//! tls_cert = "/etc/strait/http.pem"  # optional TLS (both or neither)
+//! tls_key = "/etc/strait/http.key"
+//! token = { env = "STRAIT_HTTP_TOKEN" }  # optional bearer token
+//! ```
+//!
 //! Topic and group lists are regular expressions (the `regex` crate's syntax) that must match a
 //! whole name, as in MirrorMaker 2: `global_iot` matches only `global_iot`.
 //!
@@ -38,7 +64,12 @@
 //!
 //! Java properties syntax. Understood: `clusters`, `<alias>.bootstrap.servers`,
 //! `<alias>.security.protocol`, `<alias>.client.id`, `<alias>.request.timeout.ms`,
-//! `<alias>.socket.connection.setup.timeout.ms` (the last four also globally), `A->B.enabled`,
+//! `<alias>.socket.connection.setup.timeout.ms`, `<alias>.sasl.mechanism`,
+//! `<alias>.sasl.jaas.config` (`PlainLoginModule` / `ScramLoginModule` with `username="..."
+//! password="..."`), `<alias>.ssl.truststore.type` (`PEM` only), `<alias>.ssl.truststore.location`,
+//! `<alias>.ssl.truststore.certificates`, `<alias>.ssl.keystore.type` (`PEM` only),
+//! `<alias>.ssl.keystore.location` (one PEM file with the key and the certificate chain)
+//! (all of these also globally), `A->B.enabled`,
 //! and, per flow (`A->B.<key>`) or globally (`<key>`): `topics`, `topics.exclude`
 //! (`topics.blacklist`), `groups`, `groups.exclude` (`groups.blacklist`),
 //! `replication.policy.class`, `replication.policy.separator`, `refresh.topics.interval.seconds`,
@@ -47,6 +78,11 @@
 //! `emit.offset-syncs.enabled`, `sync.group.offsets.enabled`,
 //! `sync.group.offsets.interval.seconds`, `replication.factor`. Every other key is listed in
 //! [`Config::unsupported`] with the reason, in file order.
+//!
+//! Config providers: a user name or password in `sasl.jaas.config` may be `${env:VAR}`,
+//! `${file:PATH}` or `${file:PATH:KEY}` (Kafka's `EnvVarConfigProvider` / `FileConfigProvider`
+//! syntax); other provider names work when declared with `config.providers` and
+//! `config.providers.<name>.class` naming one of those two classes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -54,6 +90,10 @@ use std::time::Duration;
 
 use crate::mirror::GroupFilters;
 use regex::Regex;
+
+use crate::sasl::{SaslMechanism, SaslSettings};
+use crate::secret::{ProviderKind, Secret, SecretSource};
+use crate::tls::TlsSettings;
 
 /// Default client id sent to brokers.
 pub const DEFAULT_CLIENT_ID: &str = "strait";
@@ -91,11 +131,42 @@ pub struct Config {
     pub origin: String,
     /// MM2 keys read but not supported, each as `"key: reason"`, in file order (TOML: empty).
     pub unsupported: Vec<String>,
-    /// Listen address of the status API, e.g. `"127.0.0.1:8083"`; `None` = off.
-    pub http: Option<String>,
+    /// The HTTP endpoints (status API); `None` = off.
+    pub http: Option<HttpSettings>,
     /// Name shared by the instances that split the work (default `default`): instances with the
     /// same name and configuration form one group per target cluster, `strait.<name>.<target>`.
     pub instance_group: String,
+}
+
+/// Default listen address of the HTTP endpoints when `[http]` names none.
+pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:8083";
+
+/// Where and how the HTTP endpoints are served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// Listen address, `host:port`; loopback unless [`HttpSettings::allow_remote`].
+    pub addr: String,
+    /// Whether a non-loopback listen address is allowed (refused otherwise).
+    pub allow_remote: bool,
+    /// PEM certificate chain for TLS (with [`HttpSettings::tls_key`]).
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key for TLS.
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Bearer token required on every request, if set.
+    pub token: Option<Secret>,
+}
+
+impl HttpSettings {
+    /// Plain HTTP on `addr`, no token.
+    pub fn new(addr: &str) -> HttpSettings {
+        HttpSettings {
+            addr: addr.to_string(),
+            allow_remote: false,
+            tls_cert: None,
+            tls_key: None,
+            token: None,
+        }
+    }
 }
 
 impl Config {
@@ -129,6 +200,10 @@ pub struct ClusterSettings {
     pub connect_timeout: Duration,
     /// Replication factor of topics strait creates here; -1 (default) = the broker's default.
     pub replication_factor: i16,
+    /// SASL credentials (with `SASL_PLAINTEXT` / `SASL_SSL`).
+    pub sasl: Option<SaslSettings>,
+    /// TLS settings (with `SSL` / `SASL_SSL`).
+    pub tls: TlsSettings,
 }
 
 impl ClusterSettings {
@@ -142,6 +217,19 @@ impl ClusterSettings {
             request_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             replication_factor: -1,
+            sasl: None,
+            tls: TlsSettings::default(),
+        }
+    }
+
+    /// Secrets of this cluster written in clear in the configuration file, described by
+    /// cluster and role (never by value).
+    pub fn literal_secrets(&self) -> Vec<String> {
+        match &self.sasl {
+            Some(s) if s.password.source() == &SecretSource::Literal => {
+                vec![format!("the SASL password of cluster {}", self.alias)]
+            }
+            _ => Vec::new(),
         }
     }
 }
@@ -189,6 +277,19 @@ impl SecurityProtocol {
 
     fn allowed() -> String {
         SecurityProtocol::ALL.map(|p| p.as_str()).join(", ")
+    }
+
+    /// Whether connections use TLS (`SSL`, `SASL_SSL`).
+    pub fn uses_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    /// Whether connections authenticate with SASL (`SASL_PLAINTEXT`, `SASL_SSL`).
+    pub fn uses_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
     }
 }
 
@@ -829,7 +930,16 @@ const CLUSTER_KEYS: &[&str] = &[
     "connect_timeout_secs",
     "connect_timeout_ms",
     "replication_factor",
+    "sasl_mechanism",
+    "sasl_username",
+    "sasl_password",
+    "ssl_ca_file",
+    "ssl_certificate_file",
+    "ssl_key_file",
+    "ssl_server_name",
 ];
+
+const HTTP_KEYS: &[&str] = &["listen", "allow_remote", "tls_cert", "tls_key", "token"];
 
 const FLOW_DURATIONS: &[&str] = &[
     "refresh_topics_interval",
@@ -884,6 +994,10 @@ const FLOW_KEYS: &[&str] = &[
 const MM2_TO_TOML: &[(&str, &str)] = &[
     ("bootstrap.servers", "bootstrap_servers"),
     ("security.protocol", "security_protocol"),
+    ("sasl.mechanism", "sasl_mechanism"),
+    ("sasl.jaas.config", "sasl_username"),
+    ("ssl.truststore.location", "ssl_ca_file"),
+    ("ssl.keystore.location", "ssl_certificate_file"),
     ("client.id", "client_id"),
     ("request.timeout.ms", "request_timeout_ms"),
     ("replication.factor", "replication_factor"),
@@ -1321,9 +1435,25 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
         .ok_or_else(|| wrong_type(file, &path, v, "a table ([clusters.<alias>])"))?;
     let mut c = ClusterSettings::new(alias, Vec::new());
     let mut have_bootstrap = false;
+    let mut sasl = SaslParts::default();
     for (key, v) in table {
         let kpath = format!("{path}.{key}");
         match key.as_str() {
+            "sasl_mechanism" => {
+                let s = toml_str(file, &kpath, v)?;
+                sasl.mechanism = Some(SaslMechanism::parse(s).ok_or_else(|| {
+                    ConfigError::new(file, &kpath, format!("unknown SASL mechanism `{s}`"))
+                        .allowed(SaslMechanism::allowed())
+                })?);
+            }
+            "sasl_username" => sasl.username = Some(toml_str(file, &kpath, v)?.to_string()),
+            "sasl_password" => sasl.password = Some(toml_secret(file, &kpath, v)?),
+            "ssl_ca_file" => c.tls.ca_file = Some(toml_str(file, &kpath, v)?.into()),
+            "ssl_certificate_file" => {
+                c.tls.certificate_file = Some(toml_str(file, &kpath, v)?.into())
+            }
+            "ssl_key_file" => c.tls.key_file = Some(toml_str(file, &kpath, v)?.into()),
+            "ssl_server_name" => c.tls.server_name = Some(toml_str(file, &kpath, v)?.to_string()),
             "bootstrap_servers" => {
                 let servers = match v {
                     toml::Value::String(s) => split_servers(s),
@@ -1417,6 +1547,11 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
                 .allowed("[\"host:port\", ...] or \"host:port,host:port\""),
         );
     }
+    c.sasl = sasl
+        .finish(c.security_protocol)
+        .map_err(|(field, problem)| ConfigError::new(file, format!("{path}.{field}"), problem))?;
+    check_security(&c)
+        .map_err(|(field, problem)| ConfigError::new(file, format!("{path}.{field}"), problem))?;
     Ok(c)
 }
 
@@ -1451,13 +1586,7 @@ pub fn parse_toml(text: &str, origin: &str) -> Result<Config, ConfigError> {
     };
     let http = match root.get("http") {
         None => None,
-        Some(v) => {
-            let s = toml_str(file, "http", v)?.trim().to_string();
-            check_host_port(&s).map_err(|p| {
-                ConfigError::new(file, "http", p).allowed("host:port, e.g. \"127.0.0.1:8083\"")
-            })?;
-            Some(s)
-        }
+        Some(v) => Some(toml_http(file, v)?),
     };
 
     let mut clusters = BTreeMap::new();
@@ -1581,6 +1710,477 @@ pub fn parse_toml(text: &str, origin: &str) -> Result<Config, ConfigError> {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Security settings (both formats) and the HTTP endpoints
+// ------------------------------------------------------------------------------------------------
+
+const SECRET_FORMS: &str =
+    "{ env = \"VAR\" }, { file = \"PATH\" }, { file = \"PATH\", key = \"KEY\" } or a string";
+
+/// SASL settings as read, before they are checked against the security protocol.
+#[derive(Default)]
+struct SaslParts {
+    mechanism: Option<SaslMechanism>,
+    username: Option<String>,
+    password: Option<Secret>,
+}
+
+impl SaslParts {
+    /// Checks the parts against the protocol. Errors name TOML fields.
+    fn finish(
+        self,
+        protocol: SecurityProtocol,
+    ) -> Result<Option<SaslSettings>, (&'static str, String)> {
+        if !protocol.uses_sasl() {
+            let set = [
+                ("sasl_mechanism", self.mechanism.is_some()),
+                ("sasl_username", self.username.is_some()),
+                ("sasl_password", self.password.is_some()),
+            ];
+            if let Some((field, _)) = set.iter().find(|(_, s)| *s) {
+                return Err((
+                    field,
+                    format!(
+                        "set, but the security protocol is {} (SASL needs SASL_PLAINTEXT or SASL_SSL)",
+                        protocol.as_str()
+                    ),
+                ));
+            }
+            return Ok(None);
+        }
+        let p = protocol.as_str();
+        let mechanism = self.mechanism.ok_or((
+            "sasl_mechanism",
+            format!("missing: {p} needs a SASL mechanism"),
+        ))?;
+        let username = self
+            .username
+            .filter(|u| !u.is_empty())
+            .ok_or(("sasl_username", format!("missing: {p} needs a user name")))?;
+        let password = self
+            .password
+            .ok_or(("sasl_password", format!("missing: {p} needs a password")))?;
+        Ok(Some(SaslSettings {
+            mechanism,
+            username,
+            password,
+        }))
+    }
+}
+
+/// Checks TLS settings against the security protocol. Errors name TOML fields.
+fn check_security(c: &ClusterSettings) -> Result<(), (&'static str, String)> {
+    let t = &c.tls;
+    let set = [
+        ("ssl_ca_file", t.ca_file.is_some() || t.ca_pem.is_some()),
+        ("ssl_certificate_file", t.certificate_file.is_some()),
+        ("ssl_key_file", t.key_file.is_some()),
+        ("ssl_server_name", t.server_name.is_some()),
+    ];
+    if !c.security_protocol.uses_tls() {
+        if let Some((field, _)) = set.iter().find(|(_, s)| *s) {
+            return Err((
+                field,
+                format!(
+                    "set, but the security protocol is {} (TLS needs SSL or SASL_SSL)",
+                    c.security_protocol.as_str()
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    match (&t.certificate_file, &t.key_file) {
+        (Some(_), None) => {
+            return Err((
+                "ssl_key_file",
+                "missing: a client certificate needs its private key".to_string(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err((
+                "ssl_certificate_file",
+                "missing: a client private key needs its certificate".to_string(),
+            ))
+        }
+        _ => {}
+    }
+    if let Some(n) = &t.server_name {
+        crate::tls::server_name("", Some(n)).map_err(|p| ("ssl_server_name", p))?;
+    }
+    Ok(())
+}
+
+/// A secret in TOML: a string, `{ env = "VAR" }`, `{ file = "PATH" }` or
+/// `{ file = "PATH", key = "KEY" }`.
+fn toml_secret(file: &str, path: &str, v: &toml::Value) -> Result<Secret, ConfigError> {
+    match v {
+        toml::Value::String(s) if s.is_empty() => {
+            Err(ConfigError::new(file, path, "empty").allowed(SECRET_FORMS))
+        }
+        toml::Value::String(s) => Ok(Secret::literal(s)),
+        toml::Value::Table(t) => {
+            for k in t.keys() {
+                if !["env", "file", "key"].contains(&k.as_str()) {
+                    return Err(unknown_key(
+                        file,
+                        &format!("{path}.{k}"),
+                        k,
+                        &["env", "file", "key"],
+                        "",
+                    ));
+                }
+            }
+            let resolved = match (t.get("env"), t.get("file"), t.get("key")) {
+                (Some(e), None, None) => {
+                    Secret::from_env(toml_str(file, &format!("{path}.env"), e)?)
+                }
+                (None, Some(f), None) => {
+                    Secret::from_file(Path::new(toml_str(file, &format!("{path}.file"), f)?))
+                }
+                (None, Some(f), Some(k)) => Secret::from_properties_file(
+                    Path::new(toml_str(file, &format!("{path}.file"), f)?),
+                    toml_str(file, &format!("{path}.key"), k)?,
+                ),
+                _ => {
+                    return Err(ConfigError::new(file, path, "give either `env` or `file`")
+                        .allowed(SECRET_FORMS))
+                }
+            };
+            resolved.map_err(|p| ConfigError::new(file, path, p))
+        }
+        other => Err(wrong_type(file, path, other, "a secret").allowed(SECRET_FORMS)),
+    }
+}
+
+/// Whether a `host:port` listen address is on the loopback interface.
+pub fn is_loopback_listen(addr: &str) -> bool {
+    let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `http = "host:port"` or an `[http]` table.
+fn toml_http(file: &str, v: &toml::Value) -> Result<HttpSettings, ConfigError> {
+    const LISTEN: &str = "host:port, e.g. \"127.0.0.1:8083\"";
+    let (mut h, key) = match v {
+        toml::Value::String(s) => (HttpSettings::new(s.trim()), "http"),
+        toml::Value::Table(t) => {
+            let mut h = HttpSettings::new(DEFAULT_HTTP_LISTEN);
+            for (key, v) in t {
+                let kpath = format!("http.{key}");
+                match key.as_str() {
+                    "listen" => h.addr = toml_str(file, &kpath, v)?.trim().to_string(),
+                    "allow_remote" => h.allow_remote = toml_bool(file, &kpath, v)?,
+                    "tls_cert" => h.tls_cert = Some(toml_str(file, &kpath, v)?.into()),
+                    "tls_key" => h.tls_key = Some(toml_str(file, &kpath, v)?.into()),
+                    "token" => h.token = Some(toml_secret(file, &kpath, v)?),
+                    _ => return Err(unknown_key(file, &kpath, key, HTTP_KEYS, "")),
+                }
+            }
+            (h, "http.listen")
+        }
+        other => {
+            return Err(
+                wrong_type(file, "http", other, "a string or a table ([http])").allowed(LISTEN),
+            )
+        }
+    };
+    h.addr = h.addr.trim().to_string();
+    check_host_port(&h.addr).map_err(|p| ConfigError::new(file, key, p).allowed(LISTEN))?;
+    if !h.allow_remote && !is_loopback_listen(&h.addr) {
+        return Err(ConfigError::new(
+            file,
+            key,
+            format!(
+                "`{}` is not a loopback address: the HTTP endpoints listen on localhost only unless [http] allow_remote = true (then protect them with tls_cert, tls_key and token)",
+                h.addr
+            ),
+        )
+        .allowed("127.0.0.1:PORT, [::1]:PORT or localhost:PORT"));
+    }
+    match (&h.tls_cert, &h.tls_key) {
+        (Some(_), None) => Err(ConfigError::new(
+            file,
+            "http.tls_key",
+            "missing: tls_cert needs its private key",
+        )),
+        (None, Some(_)) => Err(ConfigError::new(
+            file,
+            "http.tls_cert",
+            "missing: tls_key needs its certificate",
+        )),
+        _ => Ok(h),
+    }
+}
+
+/// Parses Java properties text into `(key, value)` pairs in file order; `Err(line)` on a
+/// syntax error (the message is left out: it could quote a secret).
+pub fn parse_properties_pairs(text: &str) -> Result<Vec<(String, String)>, usize> {
+    parse_properties(text)
+        .map(|props| props.into_iter().map(|p| (p.key, p.value)).collect())
+        .map_err(|(line, _)| line)
+}
+
+/// A parsed `sasl.jaas.config`: one login module and its options.
+#[derive(Debug, PartialEq, Eq)]
+struct Jaas {
+    module: String,
+    options: Vec<(String, String)>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum JaasToken {
+    Word(String),
+    Equals,
+    Semicolon,
+}
+
+fn jaas_tokens(value: &str) -> Result<Vec<JaasToken>, String> {
+    let mut out = Vec::new();
+    let mut chars = value.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c == '=' {
+            chars.next();
+            out.push(JaasToken::Equals);
+        } else if c == ';' {
+            chars.next();
+            out.push(JaasToken::Semicolon);
+        } else if c == '"' || c == '\'' {
+            let quote = c;
+            chars.next();
+            let mut word = String::new();
+            loop {
+                match chars.next() {
+                    None => return Err("unterminated quoted value".to_string()),
+                    Some('\\') => match chars.next() {
+                        Some(e) => word.push(e),
+                        None => return Err("unterminated quoted value".to_string()),
+                    },
+                    Some(ch) if ch == quote => break,
+                    Some(ch) => word.push(ch),
+                }
+            }
+            out.push(JaasToken::Word(word));
+        } else {
+            let mut word = String::new();
+            while let Some(&ch) = chars.peek() {
+                if ch.is_whitespace() || ch == '=' || ch == ';' || ch == '"' {
+                    break;
+                }
+                word.push(ch);
+                chars.next();
+            }
+            out.push(JaasToken::Word(word));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `Module flag key="value" ...;`. Messages never quote option values.
+fn parse_jaas(value: &str) -> Result<Jaas, String> {
+    let tokens = jaas_tokens(value)?;
+    let mut it = tokens.into_iter();
+    let Some(JaasToken::Word(module)) = it.next() else {
+        return Err("expected a login module class, e.g. org.apache.kafka.common.security.scram.ScramLoginModule".to_string());
+    };
+    match it.next() {
+        Some(JaasToken::Word(flag))
+            if ["required", "requisite", "sufficient", "optional"]
+                .contains(&flag.to_ascii_lowercase().as_str()) => {}
+        _ => {
+            return Err(format!(
+            "expected a control flag (required, requisite, sufficient or optional) after {module}"
+        ))
+        }
+    }
+    let mut options = Vec::new();
+    loop {
+        match it.next() {
+            Some(JaasToken::Semicolon) => break,
+            Some(JaasToken::Word(key)) => {
+                if it.next() != Some(JaasToken::Equals) {
+                    return Err(format!("expected `=` after option `{key}`"));
+                }
+                match it.next() {
+                    Some(JaasToken::Word(v)) => options.push((key, v)),
+                    _ => return Err(format!("option `{key}` has no value")),
+                }
+            }
+            Some(JaasToken::Equals) => return Err("unexpected `=`".to_string()),
+            None => return Err("missing the closing `;`".to_string()),
+        }
+    }
+    if it.next().is_some() {
+        return Err("only one login module is supported".to_string());
+    }
+    Ok(Jaas { module, options })
+}
+
+const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+
+/// The config providers an mm2.properties declares with a class strait implements.
+fn mm2_providers(props: &Props) -> Vec<(String, ProviderKind)> {
+    let Some((names, _)) = props.get("config.providers") else {
+        return Vec::new();
+    };
+    mm2_list(names)
+        .into_iter()
+        .filter_map(|name| {
+            let (class, _) = props.get(&format!("config.providers.{name}.class"))?;
+            Some((name, ProviderKind::from_class(class)?))
+        })
+        .collect()
+}
+
+/// Whether a `config.providers*` key only declares providers strait implements.
+fn mm2_provider_key_understood(key: &str, props: &Props) -> bool {
+    if key == "config.providers" {
+        let Some((names, _)) = props.get(key) else {
+            return false;
+        };
+        let known = mm2_providers(props);
+        return mm2_list(names)
+            .iter()
+            .all(|n| known.iter().any(|(k, _)| k == n));
+    }
+    key.strip_prefix("config.providers.")
+        .and_then(|rest| rest.strip_suffix(".class"))
+        .is_some_and(|_| {
+            props
+                .get(key)
+                .is_some_and(|(class, _)| ProviderKind::from_class(class).is_some())
+        })
+}
+
+/// The mm2 key for a TOML security field.
+fn mm2_security_key(field: &str) -> &'static str {
+    match field {
+        "sasl_mechanism" => "sasl.mechanism",
+        "sasl_username" | "sasl_password" => "sasl.jaas.config",
+        "ssl_ca_file" => "ssl.truststore.location",
+        _ => "ssl.keystore.location",
+    }
+}
+
+/// Reads a cluster's SASL and TLS settings from mm2.properties (`get` looks up the
+/// cluster's own key, then the global one).
+fn mm2_security<'p>(
+    file: &str,
+    alias: &str,
+    get: &dyn Fn(&str) -> Option<(&'p str, Where)>,
+    providers: &[(String, ProviderKind)],
+    c: &mut ClusterSettings,
+) -> Result<(), ConfigError> {
+    // As in Kafka's clients, SASL and SSL settings apply only to protocols that use them
+    // (a global `sasl.mechanism` does not break a PLAINTEXT cluster).
+    let protocol = c.security_protocol;
+    let mut sasl = SaslParts::default();
+    if let Some((v, at)) = get("sasl.mechanism").filter(|_| protocol.uses_sasl()) {
+        sasl.mechanism = Some(SaslMechanism::parse(v).ok_or_else(|| {
+            at.error(
+                file,
+                format!("unknown or unsupported SASL mechanism `{}`", v.trim()),
+            )
+            .allowed(SaslMechanism::allowed())
+        })?);
+    }
+    if let Some((v, at)) = get("sasl.jaas.config").filter(|_| protocol.uses_sasl()) {
+        let jaas = parse_jaas(v).map_err(|p| at.error(file, p))?;
+        let scram = match jaas.module.as_str() {
+            PLAIN_MODULE => false,
+            SCRAM_MODULE => true,
+            other => {
+                return Err(at
+                    .error(file, format!("login module {other} is not supported"))
+                    .allowed(format!("{PLAIN_MODULE}, {SCRAM_MODULE}")))
+            }
+        };
+        if let Some(m) = sasl.mechanism {
+            if (m == SaslMechanism::Plain) == scram {
+                return Err(at.error(
+                    file,
+                    format!(
+                        "login module {} does not implement sasl.mechanism {}",
+                        jaas.module,
+                        m.as_str()
+                    ),
+                ));
+            }
+        }
+        for (key, value) in &jaas.options {
+            let secret = || {
+                Secret::from_mm2_value(value, providers)
+                    .map_err(|p| at.error(file, format!("option `{key}`: {p}")))
+            };
+            match key.as_str() {
+                "username" => sasl.username = Some(secret()?.expose().to_string()),
+                "password" => sasl.password = Some(secret()?),
+                _ => {}
+            }
+        }
+    }
+    let field_at = |field: &str| {
+        let key = mm2_security_key(field);
+        get(key)
+            .map(|(_, at)| at)
+            .unwrap_or_else(|| Where::key(format!("{alias}.{key}")))
+    };
+    c.sasl = sasl
+        .finish(c.security_protocol)
+        .map_err(|(field, p)| field_at(field).error(file, p))?;
+
+    let pem_only = |kind: &str| -> Result<(), ConfigError> {
+        let key = format!("ssl.{kind}.type");
+        match get(&key) {
+            Some((t, at)) if !t.trim().eq_ignore_ascii_case("PEM") => Err(at
+                .error(
+                    file,
+                    format!(
+                        "{kind} type {} is not supported: strait reads PEM files (convert with keytool/openssl and set {key}=PEM)",
+                        t.trim()
+                    ),
+                )
+                .allowed("PEM")),
+            Some(_) => Ok(()),
+            None => {
+                if let Some((_, at)) = get(&format!("ssl.{kind}.location")) {
+                    return Err(at
+                        .error(
+                            file,
+                            format!(
+                                "{key} is not set, so this is a JKS file (Kafka's default), which strait cannot read: give a PEM file and set {key}=PEM"
+                            ),
+                        )
+                        .allowed("PEM"));
+                }
+                Ok(())
+            }
+        }
+    };
+    if !protocol.uses_tls() {
+        return Ok(());
+    }
+    pem_only("truststore")?;
+    pem_only("keystore")?;
+    if let Some((v, _)) = get("ssl.truststore.location") {
+        c.tls.ca_file = Some(v.trim().into());
+    }
+    if let Some((v, _)) = get("ssl.truststore.certificates") {
+        c.tls.ca_pem = Some(v.to_string());
+    }
+    if let Some((v, _)) = get("ssl.keystore.location") {
+        c.tls.certificate_file = Some(v.trim().into());
+        c.tls.key_file = Some(v.trim().into());
+    }
+    check_security(c).map_err(|(field, p)| field_at(field).error(file, p))
+}
+
+// ------------------------------------------------------------------------------------------------
 // Java properties
 // ------------------------------------------------------------------------------------------------
 
@@ -1650,7 +2250,7 @@ fn unescape(s: &str) -> Result<String, String> {
                 let code = (hex.len() == 4)
                     .then(|| u32::from_str_radix(&hex, 16).ok())
                     .flatten()
-                    .ok_or_else(|| format!("malformed \\uXXXX escape `\\u{hex}`"))?;
+                    .ok_or_else(|| "malformed \\uXXXX escape".to_string())?;
                 // Surrogates (a pair encodes one character in Java) are kept as U+FFFD.
                 out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
             }
@@ -1741,12 +2341,19 @@ const MM2_FLOW_KEYS: &[&str] = &[
 /// Per-cluster client keys (`<alias>.<key>`, or globally as a fallback for every cluster).
 const MM2_CLIENT_KEYS: &[&str] = &[
     "security.protocol",
+    "sasl.mechanism",
+    "sasl.jaas.config",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.certificates",
+    "ssl.keystore.type",
+    "ssl.keystore.location",
     "client.id",
     "request.timeout.ms",
     "socket.connection.setup.timeout.ms",
 ];
 
-const SECURITY_LATER: &str = "SSL/SASL settings are not supported yet (security.protocol is read)";
+const SECURITY_OTHER: &str = "this SSL/SASL setting is not supported by strait; ignored (understood: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.type/location/certificates, ssl.keystore.type/location)";
 
 /// Why a key strait does not act on is not supported, for keys with a specific reason.
 fn mm2_known_reason(key: &str) -> Option<&'static str> {
@@ -1789,7 +2396,15 @@ fn mm2_known_reason(key: &str) -> Option<&'static str> {
         "replication.policy.internal.topic.separator.enabled" => {
             "internal topic names are not configurable"
         }
-        "config.providers" => "config providers (${...} substitution) are not supported",
+        "config.providers" => {
+            "only FileConfigProvider and EnvVarConfigProvider are supported, and only in sasl.jaas.config"
+        }
+        "ssl.key.password" | "ssl.keystore.password" | "ssl.truststore.password" => {
+            "strait reads unencrypted PEM files only; no password is used (keep the key file readable only by strait)"
+        }
+        "ssl.endpoint.identification.algorithm" => {
+            "broker host names are always verified (strait's TOML has ssl_server_name to verify another name)"
+        }
         "bootstrap.servers" => "set <alias>.bootstrap.servers for each cluster instead",
         "key.converter" | "value.converter" | "header.converter" => {
             "strait copies record bytes unchanged; converters do not apply"
@@ -1802,8 +2417,8 @@ fn mm2_known_reason(key: &str) -> Option<&'static str> {
         }
         _ => {
             let prefixed = [
-                ("ssl.", SECURITY_LATER),
-                ("sasl.", SECURITY_LATER),
+                ("ssl.", SECURITY_OTHER),
+                ("sasl.", SECURITY_OTHER),
                 (
                     "producer.",
                     "Kafka client overrides are not supported; strait uses its own clients",
@@ -1830,7 +2445,7 @@ fn mm2_known_reason(key: &str) -> Option<&'static str> {
                 ),
                 (
                     "config.providers.",
-                    "config providers (${...} substitution) are not supported",
+                    "only FileConfigProvider and EnvVarConfigProvider are supported, and only in sasl.jaas.config",
                 ),
                 (
                     "key.converter.",
@@ -2166,6 +2781,7 @@ pub fn parse_mm2(text: &str, origin: &str) -> Result<Config, ConfigError> {
             || MM2_FLOW_KEYS.contains(&key.as_str())
             || MM2_CLIENT_KEYS.contains(&key.as_str())
             || default_filter(key)
+            || mm2_provider_key_understood(key, &props)
         {
             None
         } else if let Some((head, rest)) = flow_head(key) {
@@ -2225,6 +2841,7 @@ pub fn parse_mm2(text: &str, origin: &str) -> Result<Config, ConfigError> {
             )
         }
     };
+    let providers = mm2_providers(&props);
     let mut clusters = BTreeMap::new();
     for alias in &aliases {
         let own = |k: &str| props.get(&format!("{alias}.{k}"));
@@ -2272,6 +2889,7 @@ pub fn parse_mm2(text: &str, origin: &str) -> Result<Config, ConfigError> {
         if let Some(rf) = global_rf {
             c.replication_factor = rf;
         }
+        mm2_security(file, alias, &inherited, &providers, &mut c)?;
         clusters.insert(alias.clone(), c);
     }
 
@@ -2490,7 +3108,10 @@ naming = "identity"
 "#,
         )
         .unwrap();
-        assert_eq!(c.http.as_deref(), Some("127.0.0.1:8083"));
+        assert_eq!(
+            c.http.as_ref().map(|h| h.addr.as_str()),
+            Some("127.0.0.1:8083")
+        );
         let f = &c.flows[0];
         assert_eq!(f.topics, vec!["global_iot", r"orders\..*"]);
         assert!(f.topics_exclude.is_empty());
@@ -2522,6 +3143,9 @@ naming = "identity"
 [clusters.east-1]
 bootstrap_servers = "h1:9092, h2:9092,,"
 security_protocol = "sasl_ssl"
+sasl_mechanism = "scram-sha-256"
+sasl_username = "u"
+sasl_password = "p"
 client_id = "me"
 request_timeout_ms = 1500
 connect_timeout_secs = 3
@@ -2692,7 +3316,7 @@ replication_factor = 3
             &e,
             "x.toml",
             "http",
-            "expected a string, found a integer",
+            "expected a string or a table ([http]), found a integer",
             None,
         );
         let e = parse_toml("", "x.toml").unwrap_err();
@@ -3065,6 +3689,8 @@ replication_factor = 3
         let c = mm2_with(
             "security.protocol = ssl\n\
              b.security.protocol = SASL_PLAINTEXT\n\
+             b.sasl.mechanism = PLAIN\n\
+             b.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=u password=p;\n\
              a.client.id = alpha\n\
              request.timeout.ms = 5000\n\
              b.socket.connection.setup.timeout.ms = 2500\n\
@@ -3133,14 +3759,14 @@ replication_factor = 3
     fn mm2_unsupported_keys_in_file_order() {
         let c = mm2_with(
             "tasks.max = 4\n\
-             a.ssl.truststore.location = /x\n\
+             a.ssl.cipher.suites = X\n\
              sync.topic.acls.enabled = false\n\
              a->b.enabled = true\n\
              a->b.producer.compression.type = zstd\n\
              config.storage.replication.factor = 1\n\
              c.bootstrap.servers = h:1\n\
              refresh.groups.enabled = false\n\
-             sasl.mechanism = PLAIN\n\
+             sasl.login.class = X\n\
              dedicated.mode.enable.internal.rest = true\n\
              something.else = 1\n\
              tasks.max = 5\n\
@@ -3156,19 +3782,19 @@ replication_factor = 3
             keys,
             vec![
                 "tasks.max",
-                "a.ssl.truststore.location",
+                "a.ssl.cipher.suites",
                 "sync.topic.acls.enabled",
                 "a->b.producer.compression.type",
                 "config.storage.replication.factor",
                 "c.bootstrap.servers",
                 "refresh.groups.enabled",
-                "sasl.mechanism",
+                "sasl.login.class",
                 "dedicated.mode.enable.internal.rest",
                 "something.else",
                 "group.filter.class",
             ]
         );
-        assert!(c.unsupported[1].contains("SSL/SASL settings are not supported yet"));
+        assert!(c.unsupported[1].contains("this SSL/SASL setting is not supported"));
         assert!(c.unsupported[5].contains("`c` is not listed in `clusters` (a, b)"));
         assert!(c
             .unsupported
@@ -3488,5 +4114,255 @@ replication_factor = 3
             "zero",
             None,
         );
+    }
+
+    fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("strait-config-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn toml_security_settings_and_secret_forms() {
+        std::env::set_var("STRAIT_CFG_TEST_PW", "env-pass-1");
+        let pw_file = temp_file("pw", "file-pass-2\n");
+        let props = temp_file("pw.properties", "b.password=props-pass-3\n");
+        let text = format!(
+            r#"
+[clusters.a]
+bootstrap_servers = "h:1"
+security_protocol = "SASL_SSL"
+sasl_mechanism = "SCRAM-SHA-512"
+sasl_username = "alice"
+sasl_password = {{ env = "STRAIT_CFG_TEST_PW" }}
+ssl_ca_file = "/etc/ca.pem"
+ssl_certificate_file = "/etc/c.pem"
+ssl_key_file = "/etc/c.key"
+ssl_server_name = "kafka.internal"
+[clusters.b]
+bootstrap_servers = "h:2"
+security_protocol = "SASL_PLAINTEXT"
+sasl_mechanism = "PLAIN"
+sasl_username = "bob"
+sasl_password = {{ file = "{}", key = "b.password" }}
+[clusters.c]
+bootstrap_servers = "h:3"
+security_protocol = "SASL_PLAINTEXT"
+sasl_mechanism = "SCRAM-SHA-256"
+sasl_username = "carol"
+sasl_password = {{ file = "{}" }}
+"#,
+            props.display(),
+            pw_file.display()
+        );
+        let c = parse_toml(&text, "s.toml").unwrap();
+        let a = &c.clusters["a"];
+        let sa = a.sasl.as_ref().unwrap();
+        assert_eq!(sa.mechanism, SaslMechanism::ScramSha512);
+        assert_eq!(sa.username, "alice");
+        assert_eq!(sa.password.expose(), "env-pass-1");
+        assert_eq!(a.tls.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
+        assert_eq!(a.tls.server_name.as_deref(), Some("kafka.internal"));
+        assert_eq!(
+            c.clusters["b"].sasl.as_ref().unwrap().password.expose(),
+            "props-pass-3"
+        );
+        assert_eq!(
+            c.clusters["c"].sasl.as_ref().unwrap().password.expose(),
+            "file-pass-2"
+        );
+        assert!(c.clusters["a"].literal_secrets().is_empty());
+        let debug = format!("{c:?}");
+        for secret in ["env-pass-1", "props-pass-3", "file-pass-2"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
+    }
+
+    #[test]
+    fn toml_security_errors_name_the_key_not_the_value() {
+        let base = "[clusters.a]\nbootstrap_servers = \"h:1\"\n";
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password = {{ env = \"STRAIT_CFG_TEST_UNSET\" }}\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "s.toml",
+            "clusters.a.sasl_password",
+            "environment variable STRAIT_CFG_TEST_UNSET is not set",
+            None,
+        );
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"GSSAPI\"\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "s.toml",
+            "clusters.a.sasl_mechanism",
+            "unknown SASL mechanism `GSSAPI`",
+            Some("PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+        );
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_password = \"hunter2\"\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_username");
+        assert!(!e.to_string().contains("hunter2"));
+        let e = parse_toml(&format!("{base}sasl_mechanism = \"PLAIN\"\n"), "s.toml").unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_mechanism");
+        assert!(e.problem.contains("PLAINTEXT"), "{e}");
+        let e = parse_toml(&format!("{base}ssl_ca_file = \"/x\"\n"), "s.toml").unwrap_err();
+        assert_eq!(e.key, "clusters.a.ssl_ca_file");
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SSL\"\nssl_certificate_file = \"/c\"\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.ssl_key_file");
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password = {{ vault = \"x\" }}\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_password.vault");
+        let c = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password = \"hunter2\"\n"),
+            "s.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            c.clusters["a"].literal_secrets(),
+            vec!["the SASL password of cluster a".to_string()]
+        );
+    }
+
+    #[test]
+    fn toml_http_forms() {
+        let c = parse_toml(&format!("http = \"localhost:9000\"\n{TWO}"), "h.toml").unwrap();
+        assert_eq!(c.http, Some(HttpSettings::new("localhost:9000")));
+        std::env::set_var("STRAIT_CFG_TEST_TOKEN", "tok-xyz");
+        let c = parse_toml(
+            &format!("{TWO}[http]\ntls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\ntoken = {{ env = \"STRAIT_CFG_TEST_TOKEN\" }}\n"),
+            "h.toml",
+        )
+        .unwrap();
+        let h = c.http.unwrap();
+        assert_eq!(h.addr, DEFAULT_HTTP_LISTEN);
+        assert_eq!(h.token.as_ref().unwrap().expose(), "tok-xyz");
+        assert!(!format!("{h:?}").contains("tok-xyz"));
+        let e = parse_toml(&format!("http = \"0.0.0.0:8083\"\n{TWO}"), "h.toml").unwrap_err();
+        assert_eq!(e.key, "http");
+        assert!(e.problem.contains("allow_remote"), "{e}");
+        let c = parse_toml(
+            &format!("{TWO}[http]\nlisten = \"0.0.0.0:8083\"\nallow_remote = true\n"),
+            "h.toml",
+        )
+        .unwrap();
+        assert!(c.http.unwrap().allow_remote);
+        let e = parse_toml(&format!("{TWO}[http]\ntls_cert = \"/c.pem\"\n"), "h.toml").unwrap_err();
+        assert_eq!(e.key, "http.tls_key");
+        let e = parse_toml(&format!("{TWO}[http]\nport = 1\n"), "h.toml").unwrap_err();
+        assert_eq!(e.key, "http.port");
+        assert!(is_loopback_listen("[::1]:1") && is_loopback_listen("127.1.2.3:80"));
+        assert!(!is_loopback_listen("10.0.0.1:80") && !is_loopback_listen("example.com:80"));
+    }
+
+    #[test]
+    fn mm2_sasl_ssl_with_config_providers() {
+        let props = temp_file("mm2.secrets", "b.pw = from-props\n");
+        std::env::set_var("STRAIT_CFG_TEST_MM2", "from-env");
+        let c = mm2_with(&format!(
+            "config.providers = file, env\n\
+             config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n\
+             config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
+             a.security.protocol = SASL_SSL\n\
+             a.sasl.mechanism = SCRAM-SHA-256\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"${{env:STRAIT_CFG_TEST_MM2}}\";\n\
+             a.ssl.truststore.type = PEM\n\
+             a.ssl.truststore.location = /etc/ca.pem\n\
+             b.security.protocol = SASL_PLAINTEXT\n\
+             b.sasl.mechanism = PLAIN\n\
+             b.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \\\n  username=\"bob\" password=\"${{file:{}:b.pw}}\";\n",
+            props.display()
+        ));
+        let a = &c.clusters["a"];
+        assert_eq!(a.security_protocol, SecurityProtocol::SaslSsl);
+        let sa = a.sasl.as_ref().unwrap();
+        assert_eq!(
+            (sa.mechanism, sa.username.as_str()),
+            (SaslMechanism::ScramSha256, "alice")
+        );
+        assert_eq!(sa.password.expose(), "from-env");
+        assert_eq!(a.tls.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
+        let sb = c.clusters["b"].sasl.as_ref().unwrap();
+        assert_eq!(sb.password.expose(), "from-props");
+        assert!(c.unsupported.is_empty(), "{:?}", c.unsupported);
+        assert!(!format!("{c:?}").contains("from-env"));
+    }
+
+    #[test]
+    fn mm2_security_errors() {
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SSL\na.ssl.truststore.location = /etc/ts.jks\n"
+        ));
+        assert_eq!(e.key, "a.ssl.truststore.location");
+        assert!(e.problem.contains("JKS"), "{e}");
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SSL\na.ssl.truststore.type = PKCS12\na.ssl.truststore.location = /x.p12\n"
+        ));
+        assert_eq!(e.key, "a.ssl.truststore.type");
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = SCRAM-SHA-512\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"sekrit\";\n"
+        ));
+        assert_eq!(e.key, "a.sasl.jaas.config");
+        assert!(e.problem.contains("does not implement"), "{e}");
+        assert!(!e.to_string().contains("sekrit"));
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"sekrit\n"
+        ));
+        assert!(e.problem.contains("unterminated"), "{e}");
+        assert!(!e.to_string().contains("sekrit"));
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
+             a.sasl.jaas.config = com.sun.security.auth.module.Krb5LoginModule required;\n"
+        ));
+        assert!(e.problem.contains("not supported"), "{e}");
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"${{env:STRAIT_CFG_TEST_UNSET2}}\";\n"
+        ));
+        assert!(
+            e.problem.contains("STRAIT_CFG_TEST_UNSET2 is not set"),
+            "{e}"
+        );
+        let e = mm2_err(&format!("{MM2_BASE}a.security.protocol = SASL_SSL\n"));
+        assert_eq!(e.key, "a.sasl.mechanism");
+    }
+
+    #[test]
+    fn jaas_parsing() {
+        let j = parse_jaas(
+            "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"a b\" password='p\\\"q' tokenauth=true;",
+        )
+        .unwrap();
+        assert_eq!(j.module, SCRAM_MODULE);
+        assert_eq!(
+            j.options,
+            vec![
+                ("username".to_string(), "a b".to_string()),
+                ("password".to_string(), "p\"q".to_string()),
+                ("tokenauth".to_string(), "true".to_string()),
+            ]
+        );
+        assert!(parse_jaas("X required a=b").is_err());
+        assert!(parse_jaas("X sometimes a=b;").is_err());
+        assert!(parse_jaas("X required a b;").is_err());
+        assert!(parse_jaas("X required a=b; Y required;").is_err());
     }
 }

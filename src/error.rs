@@ -65,6 +65,13 @@ pub enum ErrorKind {
     /// Something a caller asked for that does not exist or cannot be done.
     #[error("{0}")]
     Invalid(String),
+    /// TLS could not be set up or the handshake failed (an untrusted certificate, a name
+    /// mismatch, a listener that does not speak TLS). Not retried.
+    #[error("TLS handshake failed: {0}")]
+    Tls(String),
+    /// The broker refused our SASL credentials or mechanism. Not retried.
+    #[error("SASL authentication failed: {0}")]
+    Auth(String),
 }
 
 /// An error with its context.
@@ -131,6 +138,10 @@ impl Error {
             ErrorKind::Broker { code, .. } => Some(code),
             _ => None,
         }
+    }
+    /// Whether this is a TLS or authentication failure, which retrying cannot cure.
+    pub fn is_security(&self) -> bool {
+        matches!(self.kind, ErrorKind::Tls(_) | ErrorKind::Auth(_))
     }
     /// Whether retrying (after a metadata refresh) may succeed.
     pub fn is_retriable(&self) -> bool {

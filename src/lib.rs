@@ -4,6 +4,8 @@
 //! - [`records`]: record batches, sans-io (split, header rewrite with CRC upkeep, codecs).
 //! - [`protocol`]: the Kafka wire protocol, sans-io (framing, bounded response decoders).
 //! - [`client`]: the async shell (connections, broker pool, metadata, typed requests).
+//! - [`sasl`], [`tls`], [`secret`]: secure clusters (SASL PLAIN/SCRAM, TLS, secrets kept out of
+//!   logs and messages).
 //!
 //! The library never owns the process: no global state, no printing, no `exit`.
 
@@ -20,5 +22,8 @@ pub mod offsets;
 pub mod protocol;
 pub mod records;
 pub mod replicate;
+pub mod sasl;
+pub mod secret;
+pub mod tls;
 
 pub use error::{Error, ErrorKind, Result};

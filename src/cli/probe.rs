@@ -6,15 +6,23 @@ use std::time::Duration;
 use kafka_protocol::messages::ApiKey;
 
 use strait::client::{Cluster, ClusterConfig, EARLIEST, LATEST};
-use strait::error::Result;
+use strait::error::{Error, Result};
 use strait::protocol::supported_versions;
 
 /// Arguments of `strait probe`.
 #[derive(Debug, clap::Args)]
 pub struct ProbeArgs {
-    /// Bootstrap servers, `host:port[,host:port...]`.
-    #[arg(long)]
-    pub bootstrap: String,
+    /// Bootstrap servers, `host:port[,host:port...]` (PLAINTEXT; use --config and --cluster for
+    /// TLS or SASL clusters).
+    #[arg(long, required_unless_present = "cluster", conflicts_with = "cluster")]
+    pub bootstrap: Option<String>,
+    /// Configuration file (TOML or mm2.properties) holding the cluster's address and security
+    /// settings.
+    #[arg(long, requires = "cluster")]
+    pub config: Option<std::path::PathBuf>,
+    /// Alias of the cluster to probe in --config.
+    #[arg(long, requires = "config")]
+    pub cluster: Option<String>,
     /// Only these topics (default: all non-internal topics).
     #[arg(long)]
     pub topic: Vec<String>,
@@ -28,7 +36,18 @@ pub struct ProbeArgs {
 
 /// Runs the probe and returns the report text.
 pub async fn run(args: &ProbeArgs) -> Result<String> {
-    let mut cfg = ClusterConfig::new(&args.bootstrap, &args.bootstrap);
+    let mut cfg = match (&args.config, &args.cluster, &args.bootstrap) {
+        (Some(path), Some(alias), _) => {
+            let config = strait::config::load(path).map_err(|e| Error::invalid(e.to_string()))?;
+            strait::replicate::cluster_config(strait::replicate::cluster_settings(&config, alias)?)?
+        }
+        (_, _, Some(bootstrap)) => ClusterConfig::new(bootstrap, bootstrap),
+        _ => {
+            return Err(Error::invalid(
+                "give --bootstrap, or --config with --cluster",
+            ))
+        }
+    };
     cfg.connection.connect_timeout = Duration::from_secs(args.timeout);
     cfg.connection.request_timeout = Duration::from_secs(args.timeout);
     cfg.retries = 2;

@@ -53,8 +53,17 @@ pub async fn run(args: &RunArgs) -> Result<String> {
         flows.join(", ")
     );
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let engine = tokio::spawn(strait::replicate::run(config, rx));
-    stop_signal().await;
+    let mut engine = tokio::spawn(strait::replicate::run(config, rx));
+    tokio::select! {
+        _ = stop_signal() => {}
+        // Every flow stopped on its own (e.g. a refused password): report why and exit.
+        r = &mut engine => {
+            return match r {
+                Ok(r) => r.map(|()| "strait run: every flow stopped\n".to_string()),
+                Err(e) => Err(Error::invalid(format!("engine task failed: {e}"))),
+            };
+        }
+    }
     eprintln!("strait run: stopping (persisting progress) ...");
     let _ = tx.send(true);
     match engine.await {

@@ -1,24 +1,34 @@
-//! One TCP connection to one broker: pipelined requests matched by correlation id, response
+//! One connection to one broker: pipelined requests matched by correlation id, response
 //! frames read under a size cap, request frames written with vectored writes.
+//!
+//! Set-up follows Kafka: TCP (and TLS, see [`super::transport`]), ApiVersions, then for SASL
+//! clusters SaslHandshake and SaslAuthenticate rounds. When the broker gives the session a
+//! lifetime (KIP-368), the connection re-authenticates before it ends: the first request started
+//! after the deadline (85–95 % of the lifetime) waits for the requests in flight, runs the SASL
+//! exchange again, then goes out.
 
 use std::collections::HashMap;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::ApiKey;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
-use tokio::sync::oneshot;
+use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest, SaslHandshakeRequest};
+use kafka_protocol::protocol::{Decodable, Request, StrBytes};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{oneshot, Notify};
 
+use super::transport::{self, ReadHalf, TlsClient, WriteHalf};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::api_versions::{self, ApiVersionsResponse};
-use crate::protocol::frame::{check_frame_size, peek_correlation_id, RequestFrame, RequestMeta};
+use crate::protocol::frame::{
+    check_frame_size, encode_request, peek_correlation_id, response_body, RequestFrame, RequestMeta,
+};
 use crate::protocol::wire::Reader;
 use crate::protocol::{error_code, supported_versions};
+use crate::sasl::scram::{self, ScramClient, ScramHash};
+use crate::sasl::{self, SaslMechanism, SaslSettings};
 
 /// Settings of a connection.
 #[derive(Debug, Clone)]
@@ -31,6 +41,10 @@ pub struct ConnectionConfig {
     pub request_timeout: Duration,
     /// Largest response frame accepted; larger declared sizes close the connection.
     pub max_frame: usize,
+    /// TLS, if the cluster uses it.
+    pub tls: Option<TlsClient>,
+    /// SASL credentials, if the cluster uses SASL.
+    pub sasl: Option<SaslSettings>,
 }
 
 impl Default for ConnectionConfig {
@@ -40,6 +54,8 @@ impl Default for ConnectionConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_frame: crate::protocol::frame::DEFAULT_MAX_FRAME,
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -51,6 +67,8 @@ struct PendingMap {
     waiting: HashMap<i32, oneshot::Sender<Result<Bytes, String>>>,
     /// Set once the reader stopped: new requests fail at once with this reason.
     closed: Option<String>,
+    /// Told whenever `waiting` becomes empty or the reader stops.
+    idle: Arc<Notify>,
 }
 
 /// A live connection to one broker. Cheap to share behind an `Arc`; requests from many tasks
@@ -58,8 +76,10 @@ struct PendingMap {
 pub struct Connection {
     addr: String,
     config: ConnectionConfig,
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    writer: tokio::sync::Mutex<WriteHalf>,
     pending: Pending,
+    /// When to re-authenticate (KIP-368), if the broker set a session lifetime.
+    reauth_at: Mutex<Option<Instant>>,
     next_correlation_id: AtomicI32,
     versions: ApiVersionsResponse,
     broken: Arc<AtomicBool>,
@@ -81,15 +101,12 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// Connects to `addr` and negotiates API versions (ApiVersions v3, falling back to the
-    /// broker's v0 answer).
+    /// Connects to `addr` (with TLS if configured), negotiates API versions (ApiVersions v3,
+    /// falling back to the broker's v0 answer) and authenticates if SASL is configured.
     pub async fn connect(addr: &str, config: &ConnectionConfig) -> Result<Connection> {
-        let stream = tokio::time::timeout(config.connect_timeout, TcpStream::connect(addr))
+        let (read, write) = transport::connect(addr, config.connect_timeout, config.tls.as_ref())
             .await
-            .map_err(|_| Error::new(ErrorKind::Timeout(config.connect_timeout, "connect")))?
-            .map_err(Error::from)?;
-        stream.set_nodelay(true).map_err(Error::from)?;
-        let (read, write) = stream.into_split();
+            .map_err(|e| e.broker_addr(addr))?;
         let pending: Pending = Arc::default();
         let broken = Arc::new(AtomicBool::new(false));
         let reader = tokio::spawn(read_loop(
@@ -107,9 +124,164 @@ impl Connection {
             versions: ApiVersionsResponse::default(),
             broken,
             reader,
+            reauth_at: Mutex::new(None),
         };
         conn.versions = conn.handshake().await.map_err(|e| e.broker_addr(addr))?;
+        if conn.config.sasl.is_some() {
+            let mut w = conn.writer.lock().await;
+            conn.authenticate(&mut w)
+                .await
+                .map_err(|e| e.broker_addr(addr))?;
+        }
         Ok(conn)
+    }
+
+    /// Runs SaslHandshake and the SaslAuthenticate rounds of the configured mechanism on the
+    /// locked writer, then sets the re-authentication deadline.
+    async fn authenticate(&self, w: &mut WriteHalf) -> Result<()> {
+        let Some(settings) = &self.config.sasl else {
+            return Ok(());
+        };
+        let mechanism = settings.mechanism;
+        let hs = self
+            .call_locked(
+                w,
+                &SaslHandshakeRequest::default()
+                    .with_mechanism(StrBytes::from_static_str(mechanism.as_str())),
+            )
+            .await?;
+        if hs.error_code != error_code::NONE {
+            let offered: Vec<&str> = hs.mechanisms.iter().map(|m| m.as_str()).collect();
+            return Err(Error::new(ErrorKind::Auth(format!(
+                "the broker does not enable {} (it offers: {})",
+                mechanism.as_str(),
+                if offered.is_empty() {
+                    "none".to_string()
+                } else {
+                    offered.join(", ")
+                }
+            ))));
+        }
+        let lifetime_ms = match mechanism {
+            SaslMechanism::Plain => {
+                let token = sasl::plain_token(&settings.username, settings.password.expose());
+                self.sasl_authenticate(w, token).await?.1
+            }
+            SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
+                let hash = if mechanism == SaslMechanism::ScramSha256 {
+                    ScramHash::Sha256
+                } else {
+                    ScramHash::Sha512
+                };
+                let nonce = scram::random_nonce().map_err(scram_error)?;
+                let client =
+                    ScramClient::new(hash, &settings.username, settings.password.expose(), nonce);
+                let (server_first, _) = self.sasl_authenticate(w, client.client_first()).await?;
+                let last = client.server_first(&server_first).map_err(scram_error)?;
+                let (server_final, lifetime) = self
+                    .sasl_authenticate(w, last.client_final().to_vec())
+                    .await?;
+                last.server_final(&server_final).map_err(scram_error)?;
+                lifetime
+            }
+        };
+        let deadline =
+            sasl::reauth_delay(lifetime_ms, sasl::random_fraction()).map(|d| Instant::now() + d);
+        if let Some(d) = deadline {
+            tracing::debug!(
+                broker = %self.addr,
+                session_lifetime_ms = lifetime_ms,
+                reauthenticate_in = ?d.saturating_duration_since(Instant::now()),
+                "SASL session has a lifetime"
+            );
+        }
+        *self.reauth_at.lock().unwrap_or_else(|e| e.into_inner()) = deadline;
+        Ok(())
+    }
+
+    /// One SaslAuthenticate round: our message out, the broker's message and the session
+    /// lifetime (0 = none) back.
+    async fn sasl_authenticate(&self, w: &mut WriteHalf, message: Vec<u8>) -> Result<(Bytes, i64)> {
+        let resp = self
+            .call_locked(
+                w,
+                &SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(message)),
+            )
+            .await?;
+        if resp.error_code != error_code::NONE {
+            let detail = resp
+                .error_message
+                .as_ref()
+                .map(|m| m.to_string())
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| error_code::name(resp.error_code));
+            return Err(Error::new(ErrorKind::Auth(detail)));
+        }
+        Ok((resp.auth_bytes, resp.session_lifetime_ms))
+    }
+
+    /// Re-authenticates if the session deadline passed: waits for the requests in flight
+    /// (none may be answered while the broker re-authenticates), then runs the exchange.
+    async fn reauthenticate_if_due(&self, w: &mut WriteHalf) -> Result<()> {
+        let due = sasl::reauth_due(
+            *self.reauth_at.lock().unwrap_or_else(|e| e.into_inner()),
+            Instant::now(),
+        );
+        if !due {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.config.request_timeout;
+        loop {
+            let idle = lock(&self.pending).idle.clone();
+            let notified = idle.notified();
+            {
+                let p = lock(&self.pending);
+                if let Some(reason) = &p.closed {
+                    return Err(
+                        Error::new(ErrorKind::Closed(reason.clone())).broker_addr(&self.addr)
+                    );
+                }
+                if p.waiting.is_empty() {
+                    break;
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if tokio::time::timeout(left, notified).await.is_err() {
+                self.broken.store(true, Ordering::Relaxed);
+                return Err(Error::new(ErrorKind::Timeout(
+                    self.config.request_timeout,
+                    "requests in flight before re-authentication",
+                ))
+                .broker_addr(&self.addr));
+            }
+        }
+        tracing::debug!(broker = %self.addr, "re-authenticating (SASL session lifetime)");
+        self.authenticate(w).await.map_err(|e| {
+            self.broken.store(true, Ordering::Relaxed);
+            e.broker_addr(&self.addr)
+        })
+    }
+
+    /// Sends a `kafka-protocol` request on the locked writer and decodes its answer.
+    async fn call_locked<R: Request>(&self, w: &mut WriteHalf, req: &R) -> Result<R::Response> {
+        let key = ApiKey::try_from(R::KEY)
+            .map_err(|_| Error::invalid(format!("unknown API key {}", R::KEY)))?;
+        let version = self.version(key)?;
+        let meta = self.meta(key, version);
+        let id = meta.correlation_id;
+        let frame = encode_request(&meta, req).map_err(Error::invalid)?;
+        let bytes = self
+            .write_registered(w, id, frame)
+            .await?
+            .wait(self.config.request_timeout)
+            .await?;
+        let mut body = response_body(bytes, key, version)?;
+        let mut rest = body.rest();
+        R::Response::decode(&mut rest, version).map_err(|e| {
+            Error::new(ErrorKind::Protocol(format!(
+                "cannot decode {key:?} v{version} response: {e}"
+            )))
+        })
     }
 
     async fn handshake(&self) -> Result<ApiVersionsResponse> {
@@ -225,6 +397,20 @@ impl Connection {
     /// after another on a connection reach the broker in that order, which keeps pipelined
     /// Produce requests in sequence.
     pub async fn start(&self, correlation_id: i32, frame: RequestFrame) -> Result<PendingResponse> {
+        let mut w = self.writer.lock().await;
+        if self.config.sasl.is_some() {
+            self.reauthenticate_if_due(&mut w).await?;
+        }
+        self.write_registered(&mut w, correlation_id, frame).await
+    }
+
+    /// Registers `correlation_id` and writes the frame on the locked writer.
+    async fn write_registered(
+        &self,
+        w: &mut WriteHalf,
+        correlation_id: i32,
+        frame: RequestFrame,
+    ) -> Result<PendingResponse> {
         let (tx, rx) = oneshot::channel();
         {
             let mut p = lock(&self.pending);
@@ -233,10 +419,7 @@ impl Connection {
             }
             p.waiting.insert(correlation_id, tx);
         }
-        let written = {
-            let mut w = self.writer.lock().await;
-            write_chunks(&mut w, &frame.chunks).await
-        };
+        let written = write_chunks(w, &frame.chunks).await;
         if let Err(e) = written {
             lock(&self.pending).waiting.remove(&correlation_id);
             self.broken.store(true, Ordering::Relaxed);
@@ -280,6 +463,10 @@ impl PendingResponse {
     }
 }
 
+fn scram_error(e: scram::ScramError) -> Error {
+    Error::new(ErrorKind::Auth(e.to_string()))
+}
+
 fn lock(p: &Pending) -> std::sync::MutexGuard<'_, PendingMap> {
     // A poisoned lock only means another task panicked while holding it; the map is still
     // consistent (single inserts and removes).
@@ -287,7 +474,7 @@ fn lock(p: &Pending) -> std::sync::MutexGuard<'_, PendingMap> {
 }
 
 /// Writes all chunks with vectored writes, resuming after partial writes.
-async fn write_chunks(w: &mut OwnedWriteHalf, chunks: &[Bytes]) -> std::io::Result<()> {
+async fn write_chunks(w: &mut WriteHalf, chunks: &[Bytes]) -> std::io::Result<()> {
     let mut idx = 0;
     let mut off = 0;
     while idx < chunks.len() {
@@ -337,14 +524,21 @@ async fn write_chunks(w: &mut OwnedWriteHalf, chunks: &[Bytes]) -> std::io::Resu
     w.flush().await
 }
 
-async fn read_loop(mut r: OwnedReadHalf, pending: Pending, broken: Arc<AtomicBool>, max: usize) {
+async fn read_loop(mut r: ReadHalf, pending: Pending, broken: Arc<AtomicBool>, max: usize) {
     let reason = loop {
         match read_frame(&mut r, max).await {
             Ok(frame) => {
                 let Some(id) = peek_correlation_id(&frame) else {
                     break "response shorter than a correlation id".to_string();
                 };
-                let tx = lock(&pending).waiting.remove(&id);
+                let tx = {
+                    let mut p = lock(&pending);
+                    let tx = p.waiting.remove(&id);
+                    if p.waiting.is_empty() {
+                        p.idle.notify_waiters();
+                    }
+                    tx
+                };
                 match tx {
                     Some(tx) => {
                         let _ = tx.send(Ok(frame));
@@ -362,6 +556,7 @@ async fn read_loop(mut r: OwnedReadHalf, pending: Pending, broken: Arc<AtomicBoo
     for (_, tx) in p.waiting.drain() {
         let _ = tx.send(Err(reason.clone()));
     }
+    p.idle.notify_waiters();
 }
 
 /// Frames up to this size get their whole buffer at once (no reallocation, so record bytes are
@@ -369,7 +564,7 @@ async fn read_loop(mut r: OwnedReadHalf, pending: Pending, broken: Arc<AtomicBoo
 const PREALLOCATE_UP_TO: usize = 64 * 1024 * 1024;
 
 /// Reads one frame. The declared size is checked against the cap before anything is allocated.
-async fn read_frame(r: &mut OwnedReadHalf, max: usize) -> Result<Bytes, String> {
+async fn read_frame<R: AsyncRead + Unpin + ?Sized>(r: &mut R, max: usize) -> Result<Bytes, String> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len).await.map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => "closed by the broker".to_string(),

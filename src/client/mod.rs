@@ -3,6 +3,8 @@
 pub mod cluster;
 pub mod connection;
 pub mod group;
+pub mod transport;
 
 pub use cluster::{Cluster, ClusterConfig, PendingProduce, Route, EARLIEST, LATEST};
 pub use connection::{Connection, ConnectionConfig, PendingResponse};
+pub use transport::TlsClient;

@@ -53,6 +53,8 @@ pub fn supported_versions(key: ApiKey) -> Option<Versions> {
         ApiKey::SyncGroup => (1, 5),
         ApiKey::Heartbeat => (1, 4),
         ApiKey::LeaveGroup => (1, 5),
+        ApiKey::SaslHandshake => (1, 1),
+        ApiKey::SaslAuthenticate => (0, 2),
         _ => return None,
     };
     Some(Versions { min, max })
@@ -94,6 +96,12 @@ pub mod error_code {
     pub const NOT_ENOUGH_REPLICAS: i16 = 19;
     /// Written, but not enough replicas acknowledged (retriable).
     pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
+    /// The broker does not enable the SASL mechanism asked for.
+    pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+    /// A SASL request in the wrong state.
+    pub const ILLEGAL_SASL_STATE: i16 = 34;
+    /// The SASL credentials were refused.
+    pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
     /// The topic already exists.
     pub const TOPIC_ALREADY_EXISTS: i16 = 36;
     /// The API version is not supported.

@@ -21,37 +21,42 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::client::{Cluster, ClusterConfig, ConnectionConfig};
-use crate::config::{ClusterSettings, Config, SecurityProtocol};
+use crate::client::{Cluster, ClusterConfig, ConnectionConfig, TlsClient};
+use crate::config::{ClusterSettings, Config};
 use crate::error::{Error, Result};
 use status::FlowStatus;
 
-/// Client settings for a configured cluster.
-pub fn cluster_config(c: &ClusterSettings) -> ClusterConfig {
+/// Client settings for a configured cluster. With TLS, reads the CA, certificate and key files
+/// now, so a bad file stops start-up with a message naming the cluster.
+pub fn cluster_config(c: &ClusterSettings) -> Result<ClusterConfig> {
     let mut cfg = ClusterConfig::new(&c.alias, &c.bootstrap_servers.join(","));
+    let tls = if c.security_protocol.uses_tls() {
+        let config = crate::tls::client_config(&c.tls)
+            .map_err(|e| Error::invalid(format!("TLS settings: {e}")).cluster(&c.alias))?;
+        Some(TlsClient {
+            config,
+            server_name: c.tls.server_name.clone(),
+        })
+    } else {
+        None
+    };
     cfg.connection = ConnectionConfig {
         client_id: c.client_id.clone(),
         connect_timeout: c.connect_timeout,
         request_timeout: c.request_timeout,
+        tls,
+        sasl: c.sasl.clone().filter(|_| c.security_protocol.uses_sasl()),
         ..ConnectionConfig::default()
     };
-    cfg
+    Ok(cfg)
 }
 
-/// Refuses settings this version cannot honour, naming the cluster and the key.
-pub fn check_supported(origin: &str, c: &ClusterSettings) -> Result<()> {
-    if c.security_protocol != SecurityProtocol::Plaintext {
-        return Err(Error::invalid(format!(
-            "{origin}: clusters.{}.security_protocol: {} is not supported by this version of strait (only PLAINTEXT)",
-            c.alias,
-            c.security_protocol.as_str()
-        )));
-    }
-    Ok(())
+/// Checks a cluster's settings can be turned into a client configuration (TLS files readable).
+pub fn check_supported(_origin: &str, c: &ClusterSettings) -> Result<()> {
+    cluster_config(c).map(|_| ())
 }
 
-/// The settings of a configured cluster, refusing unknown aliases and settings this version
-/// cannot honour.
+/// The settings of a configured cluster, refusing unknown aliases.
 pub fn cluster_settings<'a>(config: &'a Config, alias: &str) -> Result<&'a ClusterSettings> {
     let settings = config.clusters.get(alias).ok_or_else(|| {
         Error::invalid(format!(
@@ -65,26 +70,28 @@ pub fn cluster_settings<'a>(config: &'a Config, alias: &str) -> Result<&'a Clust
                 .join(", ")
         ))
     })?;
-    check_supported(&config.origin, settings)?;
     Ok(settings)
 }
 
 /// Connects once to a configured cluster by alias (for commands).
 pub async fn connect_once(config: &Config, alias: &str) -> Result<Cluster> {
-    Cluster::connect(cluster_config(cluster_settings(config, alias)?)).await
+    Cluster::connect(cluster_config(cluster_settings(config, alias)?)?).await
 }
 
 /// Connects to a configured cluster by alias, retrying until it answers or `shutdown` fires.
+/// TLS and authentication failures are not retried: they end the flow with one error.
 pub async fn connect(
     config: &Config,
     alias: &str,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Option<Arc<Cluster>>> {
     let settings = cluster_settings(config, alias)?;
+    let client = cluster_config(settings)?;
     let mut backoff = Duration::from_millis(500);
     loop {
-        match Cluster::connect(cluster_config(settings)).await {
+        match Cluster::connect(client.clone()).await {
             Ok(c) => return Ok(Some(Arc::new(c))),
+            Err(e) if e.is_security() => return Err(e.cluster(alias)),
             Err(e) => {
                 tracing::error!(cluster = %alias, "cannot reach the cluster, retrying in {backoff:?}: {e}");
                 tokio::select! {
@@ -116,22 +123,34 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             config.origin
         )));
     }
+    let mut literal: Vec<String> = Vec::new();
     for c in config.clusters.values() {
         check_supported(&config.origin, c)?;
+        literal.extend(c.literal_secrets());
     }
-    if let Some(addr) = &config.http {
+    if let Some(token) = config.http.as_ref().and_then(|h| h.token.as_ref()) {
+        if token.source() == &crate::secret::SecretSource::Literal {
+            literal.push("the HTTP token".to_string());
+        }
+    }
+    for what in literal {
         tracing::warn!(
-            "{}: http = {addr:?}: the status API is not served by this version; ignored",
+            "{}: {what} is written in clear in the configuration file; prefer {{ env = \"VAR\" }} or {{ file = \"PATH\" }} (mm2.properties: ${{env:VAR}} or ${{file:PATH:KEY}})",
             config.origin
+        );
+    }
+    if let Some(http) = &config.http {
+        tracing::warn!(
+            "{}: http = {:?}: the status API is not served by this version; ignored",
+            config.origin,
+            http.addr
         );
     }
     let config = Arc::new(config);
     // Scale-out: one group membership per target cluster; its flows run only what it owns.
     let mut owners: BTreeMap<String, Arc<membership::Ownership>> = BTreeMap::new();
     for flow in &flows {
-        owners
-            .entry(flow.target.clone())
-            .or_default();
+        owners.entry(flow.target.clone()).or_default();
     }
     for (target, own) in &owners {
         let cfg = membership::MembershipConfig {
@@ -203,7 +222,11 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             match r {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
-                    tracing::error!("flow ended with an error: {e}");
+                    // The first error is returned (and reported by the caller); log it now only
+                    // if other flows keep running, so a lone failure reads as one line.
+                    if !tasks.is_empty() || first_error.is_some() {
+                        tracing::error!("flow ended with an error: {e}");
+                    }
                     first_error.get_or_insert(e);
                 }
                 Err(e) => {

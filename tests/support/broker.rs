@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::proxy::{ProduceCheckProxy, ProxyConfig};
-use crate::support::wire::{api_versions_probe, ApiVersionRange};
+use crate::support::wire::{api_versions_probe, api_versions_probe_tls, ApiVersionRange};
 
 /// How `nisshi` is installed when missing.
 pub const NISSHI_INSTALL_HINT: &str = "cargo install nisshi@0.8.1 --locked --ignore-rust-version \
@@ -107,6 +107,24 @@ pub struct BrokerOptions {
     /// Extra environment variables for the broker process (e.g. RUST_LOG).
     pub env: Vec<(String, String)>,
     pub ready_timeout: Duration,
+    /// TLS listener (`--cert`/`--key`); the readiness probe trusts `ca`.
+    pub tls: Option<BrokerTls>,
+    /// `--authentication`: clients must authenticate (SCRAM users of the storage).
+    pub authentication: bool,
+    /// Storage engine URL; `None` = `memory://<cluster_id>/`.
+    pub storage: Option<String>,
+    /// Working directory of the broker (relative `sqlite://` paths resolve here); `None` = the
+    /// temp directory.
+    pub work_dir: Option<PathBuf>,
+}
+
+/// Certificate files of a TLS broker.
+#[derive(Debug, Clone)]
+pub struct BrokerTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// CA that signed `cert` (for the readiness probe).
+    pub ca: PathBuf,
 }
 
 impl BrokerOptions {
@@ -118,8 +136,30 @@ impl BrokerOptions {
             extra_args: Vec::new(),
             env: Vec::new(),
             ready_timeout: READY_TIMEOUT,
+            tls: None,
+            authentication: false,
+            storage: None,
+            work_dir: None,
         }
     }
+}
+
+/// A SCRAM user to create before a broker starts with `--authentication`.
+#[derive(Debug, Clone)]
+pub struct ScramUser {
+    /// `scram256` or `scram512` (nisshi's `--mechanism`).
+    pub mechanism: &'static str,
+    pub name: String,
+    pub password: String,
+}
+
+/// Options of [`Broker::start_secure`].
+#[derive(Debug, Clone, Default)]
+pub struct SecureOptions {
+    /// TLS listener.
+    pub tls: Option<BrokerTls>,
+    /// Users to create; when non-empty the broker requires authentication.
+    pub users: Vec<ScramUser>,
 }
 
 /// A running (or stopped) nisshi broker. Killed on drop.
@@ -179,6 +219,63 @@ impl Broker {
         panic!("{last_err}");
     }
 
+    /// Starts a TLS and/or SASL (SCRAM) broker. With users, they are created first through a
+    /// plain broker on the same `sqlite://` storage (nisshi keeps SCRAM credentials there),
+    /// which is then stopped; the returned broker runs with `--authentication` on that storage.
+    pub fn start_secure(cluster_id: &str, secure: SecureOptions) -> Broker {
+        let work_dir = std::env::temp_dir().join(format!(
+            "strait-secure-{}-{}-{}",
+            sanitize(cluster_id),
+            std::process::id(),
+            LOG_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&work_dir).expect("create broker work dir");
+        let mut opts = BrokerOptions::new(cluster_id);
+        opts.work_dir = Some(work_dir);
+        opts.storage = Some("sqlite://broker.db".to_string());
+        if !secure.users.is_empty() {
+            let mut setup = Broker::start_with(opts.clone());
+            for u in &secure.users {
+                setup.create_scram_user(u);
+            }
+            setup.stop();
+            opts.authentication = true;
+        }
+        opts.tls = secure.tls;
+        Broker::start_with(opts)
+    }
+
+    /// Creates a SCRAM user with `nisshi user create` through this (unauthenticated,
+    /// plaintext) broker.
+    pub fn create_scram_user(&self, user: &ScramUser) {
+        let out = Command::new(&self.binary)
+            .arg("user")
+            .arg("create")
+            .arg("--broker")
+            .arg(format!("tcp://127.0.0.1:{}", self.listen_port))
+            .arg("--mechanism")
+            .arg(user.mechanism)
+            .arg(&user.name)
+            .arg(&user.password)
+            .current_dir(
+                self.opts
+                    .work_dir
+                    .clone()
+                    .unwrap_or_else(std::env::temp_dir),
+            )
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run nisshi user create");
+        assert!(
+            out.status.success(),
+            "nisshi user create {} failed: {}{}",
+            user.name,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Starts a broker behind a [`ProduceCheckProxy`]: the broker listens on P1 but advertises
     /// the proxy's port P2, so every client (including rdkafka, which follows Metadata) talks
     /// through the proxy. `Broker::bootstrap()` returns the proxy address.
@@ -213,6 +310,11 @@ impl Broker {
             .try_clone()
             .map_err(|e| format!("clone broker log handle: {e}"))?;
         let id = &self.opts.cluster_id;
+        let storage = self
+            .opts
+            .storage
+            .clone()
+            .unwrap_or_else(|| format!("memory://{}/", sanitize(id)));
         let mut cmd = Command::new(&self.binary);
         cmd.arg("broker")
             .arg("--cluster-id")
@@ -222,8 +324,14 @@ impl Broker {
             .arg("--advertised-listener-url")
             .arg(format!("tcp://127.0.0.1:{}", self.advertised_port))
             .arg("--storage-engine")
-            .arg(format!("memory://{}/", sanitize(id)))
-            .args(&self.opts.extra_args)
+            .arg(storage);
+        if let Some(tls) = &self.opts.tls {
+            cmd.arg("--cert").arg(&tls.cert).arg("--key").arg(&tls.key);
+        }
+        if self.opts.authentication {
+            cmd.arg("--authentication");
+        }
+        cmd.args(&self.opts.extra_args)
             // Keep the developer's environment from reconfiguring the test broker.
             .env_remove("SCHEMA_REGISTRY")
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -231,7 +339,12 @@ impl Broker {
             .env("NO_COLOR", "1")
             // nisshi loads `.env` from its working directory (and parents): run it somewhere
             // neutral so a developer's `.env` cannot reconfigure the test broker.
-            .current_dir(std::env::temp_dir())
+            .current_dir(
+                self.opts
+                    .work_dir
+                    .clone()
+                    .unwrap_or_else(std::env::temp_dir),
+            )
             .envs(self.opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
@@ -258,7 +371,11 @@ impl Broker {
                     self.log_since(log_start)
                 ));
             }
-            let last = match api_versions_probe(addr, Duration::from_secs(2)) {
+            let probe = match &self.opts.tls {
+                Some(tls) => api_versions_probe_tls(addr, Duration::from_secs(2), &tls.ca),
+                None => api_versions_probe(addr, Duration::from_secs(2)),
+            };
+            let last = match probe {
                 Ok(v) => {
                     self.api_versions = v;
                     self.child = Some(child);
@@ -316,6 +433,11 @@ impl Broker {
 
     pub fn cluster_id(&self) -> &str {
         &self.opts.cluster_id
+    }
+
+    /// The options the broker was started with.
+    pub fn options(&self) -> &BrokerOptions {
+        &self.opts
     }
 
     /// The broker's combined stdout/stderr log file (kept after the test).

@@ -5,15 +5,18 @@
 //! - [`data`]: rdkafka helpers (topic names, create topics, produce, consume).
 //! - [`records`]: record-batch parsing and an independent batch builder (CRC via `crc`).
 //! - [`wire`]: Kafka framing helpers and an ApiVersions probe.
+//! - [`certs`]: test certificates generated at test time (CA, server, client, unrelated CA).
 #![allow(dead_code, unused_imports)]
 
 pub mod broker;
+pub mod certs;
 pub mod data;
 pub mod proxy;
 pub mod records;
 pub mod wire;
 
-pub use broker::{Broker, BrokerOptions};
+pub use broker::{Broker, BrokerOptions, BrokerTls, ScramUser, SecureOptions};
+pub use certs::TestPki;
 pub use data::{
     consume_all, create_topic, produce_records, topic_name, Codec, OwnedRecord, TestRecord,
 };

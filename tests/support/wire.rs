@@ -277,8 +277,8 @@ pub fn api_key_name(api_key: i16) -> String {
     }
 }
 
-fn api_versions_once(
-    stream: &mut TcpStream,
+fn api_versions_once<S: Read + Write>(
+    stream: &mut S,
     version: i16,
     correlation_id: i32,
 ) -> Result<(i16, Vec<ApiVersionRange>), String> {
@@ -336,12 +336,37 @@ pub fn api_versions_probe(
         .and_then(|_| stream.set_write_timeout(Some(timeout)))
         .map_err(|e| format!("set socket timeouts: {e}"))?;
     stream.set_nodelay(true).ok();
-    let (error_code, ranges) = api_versions_once(&mut stream, 3, 1)?;
+    api_versions_exchange(&mut stream)
+}
+
+/// [`api_versions_probe`] over TLS, trusting the PEM CA certificates in `ca`.
+pub fn api_versions_probe_tls(
+    addr: SocketAddr,
+    timeout: Duration,
+    ca: &std::path::Path,
+) -> Result<Vec<ApiVersionRange>, String> {
+    let tcp =
+        TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect {addr}: {e}"))?;
+    tcp.set_read_timeout(Some(timeout))
+        .and_then(|_| tcp.set_write_timeout(Some(timeout)))
+        .map_err(|e| format!("set socket timeouts: {e}"))?;
+    let config = strait::tls::client_config(&strait::tls::TlsSettings {
+        ca_file: Some(ca.to_path_buf()),
+        ..Default::default()
+    })?;
+    let name = strait::tls::server_name(&addr.to_string(), None)?;
+    let conn = rustls::ClientConnection::new(config, name).map_err(|e| format!("TLS: {e}"))?;
+    let mut stream = rustls::StreamOwned::new(conn, tcp);
+    api_versions_exchange(&mut stream)
+}
+
+fn api_versions_exchange<S: Read + Write>(stream: &mut S) -> Result<Vec<ApiVersionRange>, String> {
+    let (error_code, ranges) = api_versions_once(stream, 3, 1)?;
     match error_code {
         0 => Ok(ranges),
         // UNSUPPORTED_VERSION: the broker tells us its range and expects a retry at v0.
         35 => {
-            let (error_code, ranges) = api_versions_once(&mut stream, 0, 2)?;
+            let (error_code, ranges) = api_versions_once(stream, 0, 2)?;
             if error_code == 0 {
                 Ok(ranges)
             } else {

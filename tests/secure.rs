@@ -1,0 +1,677 @@
+//! Issue 8 acceptance: secure clusters against nisshi brokers with TLS (`--cert/--key`) and
+//! SCRAM users (`--authentication`), and secrets that never show up in output.
+//!
+//! Every test collects what strait printed (trace-level logs, errors, command output) and runs
+//! it through [`assert_no_secret`]; add more texts (metrics, API responses) the same way.
+
+mod support;
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::{
+    consume_all, create_topic, produce_records, topic_name, Broker, BrokerTls, Codec, ScramUser,
+    SecureOptions, TestPki, TestRecord,
+};
+
+const SCRAM256_USER: &str = "alice256";
+const SCRAM256_PASSWORD: &str = "pw-Alice-256-Zq8vXk";
+const SCRAM512_USER: &str = "bob512";
+const SCRAM512_PASSWORD: &str = "pw-Bob-512-Lm3Tr9";
+const WRONG_PASSWORD: &str = "pw-Wrong-Guess-77Hq";
+
+/// Every configured secret of these tests.
+const SECRETS: &[&str] = &[SCRAM256_PASSWORD, SCRAM512_PASSWORD, WRONG_PASSWORD];
+
+/// Fails if `text` contains any of `secrets` (or a long enough piece of one).
+fn assert_no_secret(what: &str, text: &str, secrets: &[&str]) {
+    for s in secrets {
+        assert!(
+            !text.contains(s),
+            "{what} contains a configured secret:\n{text}"
+        );
+        // Also a 10-character piece of it (a truncated or partly quoted secret).
+        let chars: Vec<char> = s.chars().collect();
+        for w in chars.windows(10) {
+            let piece: String = w.iter().collect();
+            assert!(
+                !text.contains(&piece),
+                "{what} contains part of a configured secret ({piece}):\n{text}"
+            );
+        }
+    }
+}
+
+fn users() -> Vec<ScramUser> {
+    vec![
+        ScramUser {
+            mechanism: "scram256",
+            name: SCRAM256_USER.into(),
+            password: SCRAM256_PASSWORD.into(),
+        },
+        ScramUser {
+            mechanism: "scram512",
+            name: SCRAM512_USER.into(),
+            password: SCRAM512_PASSWORD.into(),
+        },
+    ]
+}
+
+fn broker_tls(pki: &TestPki) -> BrokerTls {
+    BrokerTls {
+        cert: pki.server_cert.clone(),
+        key: pki.server_key.clone(),
+        ca: pki.ca_cert.clone(),
+    }
+}
+
+fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write test file");
+    p
+}
+
+fn temp_dir(label: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(topic_name(&format!("strait-secure-{label}")));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn strait_cmd(env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strait"));
+    cmd.env_remove("STRAIT_LOG").stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `strait --log trace probe --config F --cluster ALIAS`.
+fn probe(config: &Path, alias: &str, env: &[(&str, &str)]) -> Output {
+    strait_cmd(env)
+        .args(["--log", "trace", "probe", "--timeout", "10", "--config"])
+        .arg(config)
+        .args(["--cluster", alias])
+        .output()
+        .expect("run strait probe")
+}
+
+/// A TCP forwarder that counts the connections it accepted.
+struct CountingProxy {
+    addr: String,
+    accepted: Arc<AtomicUsize>,
+}
+
+fn counting_proxy(target: SocketAddr) -> CountingProxy {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+    let addr = listener.local_addr().expect("proxy addr").to_string();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(client) = conn else { break };
+            count.fetch_add(1, Ordering::SeqCst);
+            let Ok(upstream) = TcpStream::connect(target) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (
+                    client.try_clone().expect("clone"),
+                    upstream.try_clone().expect("clone"),
+                ),
+                (upstream, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    CountingProxy { addr, accepted }
+}
+
+/// Runs `strait run` until it exits by itself (at most `timeout`); returns status and output.
+fn run_until_exit(config: &Path, env: &[(&str, &str)], timeout: Duration) -> (bool, String) {
+    let mut child = strait_cmd(env)
+        .args(["--log", "trace", "run", "--config"])
+        .arg(config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start strait run");
+    let deadline = Instant::now() + timeout;
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            let out = child.wait_with_output().expect("output");
+            return (out.status.success(), text(&out));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "strait run did not stop by itself within {timeout:?} (retrying?):\n{}",
+                text(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The lines of `out` that report `needle`, leaving out debug and trace log lines.
+fn lines_with<'a>(out: &'a str, needle: &str) -> Vec<&'a str> {
+    out.lines()
+        .filter(|l| l.contains(needle) && !l.contains("DEBUG") && !l.contains("TRACE"))
+        .collect()
+}
+
+fn flow_toml(source: &str, target_cluster: &str, topic: &str) -> String {
+    format!(
+        r#"
+[clusters.a]
+bootstrap_servers = "{source}"
+{target_cluster}
+[[flows]]
+source = "a"
+target = "b"
+topics = ["{topic}"]
+refresh_topics_interval_secs = 1
+checkpoint_interval_secs = 1
+offset_sync_interval_secs = 1
+"#
+    )
+}
+
+#[test]
+fn tls_broker_probe_with_toml_and_mm2_config() {
+    let pki = TestPki::generate("tls-probe");
+    let broker = Broker::start_secure(
+        "tls-probe",
+        SecureOptions {
+            tls: Some(broker_tls(&pki)),
+            users: Vec::new(),
+        },
+    );
+    let dir = temp_dir("tls-probe");
+    let toml = write_file(
+        &dir,
+        "tls.toml",
+        &format!(
+            "[clusters.t]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
+            broker.bootstrap(),
+            pki.ca_cert.display()
+        ),
+    );
+    let out = probe(&toml, "t", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("cluster id:  tls-probe"), "{stdout}");
+    assert!(stdout.contains("SaslHandshake"), "{stdout}");
+
+    // A client certificate (mutual TLS) is presented; nisshi does not ask for one, so this
+    // checks the client side loads and offers it without breaking the handshake.
+    let mtls = write_file(
+        &dir,
+        "mtls.properties",
+        &format!(
+            "clusters = t, u\nt.bootstrap.servers = {}\nu.bootstrap.servers = 127.0.0.1:1\n\
+             t.security.protocol = SSL\nt.ssl.truststore.type = PEM\nt.ssl.truststore.location = {}\n\
+             t.ssl.keystore.type = PEM\nt.ssl.keystore.location = {}\n",
+            broker.bootstrap(),
+            pki.ca_cert.display(),
+            {
+                let both = dir.join("client-keystore.pem");
+                let mut f = std::fs::File::create(&both).expect("keystore");
+                f.write_all(&std::fs::read(&pki.client_key).expect("key"))
+                    .expect("write");
+                f.write_all(&std::fs::read(&pki.client_cert).expect("cert"))
+                    .expect("write");
+                both.display().to_string()
+            }
+        ),
+    );
+    let out = probe(&mtls, "t", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // A CA file that is not there stops before any connection, naming cluster and file.
+    let missing = write_file(
+        &dir,
+        "missing-ca.toml",
+        &format!(
+            "[clusters.t]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
+            broker.bootstrap(),
+            dir.join("no-such-ca.pem").display()
+        ),
+    );
+    let out = probe(&missing, "t", &[]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    let errors = lines_with(&t, "error:");
+    assert_eq!(errors.len(), 1, "{t}");
+    assert!(
+        errors[0].contains("cluster t") && errors[0].contains("no-such-ca.pem"),
+        "{t}"
+    );
+
+    // Plain TCP against the TLS listener fails clearly instead of hanging.
+    let plain = write_file(
+        &dir,
+        "plain.toml",
+        &format!(
+            "[clusters.t]\nbootstrap_servers = \"{}\"\n",
+            broker.bootstrap()
+        ),
+    );
+    let out = strait_cmd(&[])
+        .args(["probe", "--timeout", "5", "--config"])
+        .arg(&plain)
+        .args(["--cluster", "t"])
+        .output()
+        .expect("probe");
+    assert!(!out.status.success());
+}
+
+#[test]
+fn untrusted_certificate_is_one_clear_error_without_retries() {
+    let pki = TestPki::generate("untrusted");
+    let a = Broker::start("untrusted-a");
+    let b = Broker::start_secure(
+        "untrusted-b",
+        SecureOptions {
+            tls: Some(broker_tls(&pki)),
+            users: Vec::new(),
+        },
+    );
+    let proxy = counting_proxy(b.listen_addr());
+    let topic = topic_name("untrusted");
+    create_topic(&a.bootstrap(), &topic, 1);
+    let dir = temp_dir("untrusted");
+    let config = write_file(
+        &dir,
+        "untrusted.toml",
+        &flow_toml(
+            &a.bootstrap(),
+            &format!(
+                "[clusters.b]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
+                proxy.addr,
+                pki.other_ca_cert.display()
+            ),
+            &topic,
+        ),
+    );
+    let (ok, out) = run_until_exit(&config, &[], Duration::from_secs(60));
+    assert!(!ok, "strait run should fail:\n{out}");
+    let errors = lines_with(&out, "TLS handshake failed");
+    assert_eq!(errors.len(), 1, "one error line expected:\n{out}");
+    assert!(
+        errors[0].contains("cluster b") && errors[0].contains(&proxy.addr),
+        "the error names the cluster and broker: {}",
+        errors[0]
+    );
+    assert!(
+        errors[0].contains("UnknownIssuer") || errors[0].contains("invalid peer certificate"),
+        "the error gives the reason: {}",
+        errors[0]
+    );
+    assert_eq!(
+        proxy.accepted.load(Ordering::SeqCst),
+        1,
+        "one connection attempt, no retries:\n{out}"
+    );
+    assert_no_secret("strait run output", &out, SECRETS);
+
+    // TLS to a plaintext listener: a TLS failure too, not a retried socket error.
+    let plain = write_file(
+        &dir,
+        "tls-to-plain.toml",
+        &format!(
+            "[clusters.p]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
+            a.bootstrap(),
+            pki.ca_cert.display()
+        ),
+    );
+    let out = probe(&plain, "p", &[]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert_eq!(lines_with(&t, "TLS handshake failed").len(), 1, "{t}");
+}
+
+#[test]
+fn scram_sha_256_and_512_users_authenticate() {
+    let pki = TestPki::generate("scram");
+    let broker = Broker::start_secure(
+        "scram",
+        SecureOptions {
+            tls: None,
+            users: users(),
+        },
+    );
+    let dir = temp_dir("scram");
+    let pw_file = write_file(&dir, "bob.password", &format!("{SCRAM512_PASSWORD}\n"));
+    let toml = write_file(
+        &dir,
+        "scram.toml",
+        &format!(
+            r#"
+[clusters.s256]
+bootstrap_servers = "{b}"
+security_protocol = "SASL_PLAINTEXT"
+sasl_mechanism = "SCRAM-SHA-256"
+sasl_username = "{SCRAM256_USER}"
+sasl_password = {{ env = "STRAIT_TEST_S256_PASSWORD" }}
+[clusters.s512]
+bootstrap_servers = "{b}"
+security_protocol = "SASL_PLAINTEXT"
+sasl_mechanism = "SCRAM-SHA-512"
+sasl_username = "{SCRAM512_USER}"
+sasl_password = {{ file = "{pw}" }}
+[clusters.mismatch]
+bootstrap_servers = "{b}"
+security_protocol = "SASL_PLAINTEXT"
+sasl_mechanism = "SCRAM-SHA-512"
+sasl_username = "{SCRAM256_USER}"
+sasl_password = {{ env = "STRAIT_TEST_S256_PASSWORD" }}
+"#,
+            b = broker.bootstrap(),
+            pw = pw_file.display()
+        ),
+    );
+    let env = [("STRAIT_TEST_S256_PASSWORD", SCRAM256_PASSWORD)];
+    for alias in ["s256", "s512"] {
+        let out = probe(&toml, alias, &env);
+        assert!(out.status.success(), "{alias}: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("cluster id:  scram"));
+        assert_no_secret("strait probe output", &text(&out), SECRETS);
+    }
+    // A SCRAM-SHA-256 user has no SCRAM-SHA-512 credentials.
+    let out = probe(&toml, "mismatch", &env);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert_eq!(lines_with(&t, "SASL authentication failed").len(), 1, "{t}");
+    assert_no_secret("strait probe output", &t, SECRETS);
+
+    // The same users through mm2.properties with config providers, over TLS-less SASL.
+    let secrets = write_file(
+        &dir,
+        "secrets.properties",
+        &format!("s256.password={SCRAM256_PASSWORD}\n"),
+    );
+    let mm2 = write_file(
+        &dir,
+        "scram.properties",
+        &format!(
+            "clusters = s256, other\ns256.bootstrap.servers = {}\nother.bootstrap.servers = 127.0.0.1:1\n\
+             config.providers = file\n\
+             config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n\
+             s256.security.protocol = SASL_PLAINTEXT\ns256.sasl.mechanism = SCRAM-SHA-256\n\
+             s256.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required \\\n  username=\"{SCRAM256_USER}\" password=\"${{file:{}:s256.password}}\";\n",
+            broker.bootstrap(),
+            secrets.display()
+        ),
+    );
+    let out = probe(&mm2, "s256", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_no_secret("strait probe output", &text(&out), SECRETS);
+    drop(pki);
+}
+
+#[test]
+fn wrong_password_is_one_clear_error_without_retries() {
+    let a = Broker::start("wrongpw-a");
+    let b = Broker::start_secure(
+        "wrongpw-b",
+        SecureOptions {
+            tls: None,
+            users: users(),
+        },
+    );
+    let proxy = counting_proxy(b.listen_addr());
+    let topic = topic_name("wrongpw");
+    create_topic(&a.bootstrap(), &topic, 1);
+    let dir = temp_dir("wrongpw");
+    let config = write_file(
+        &dir,
+        "wrongpw.toml",
+        &flow_toml(
+            &a.bootstrap(),
+            &format!(
+                "[clusters.b]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SASL_PLAINTEXT\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"{SCRAM512_USER}\"\nsasl_password = {{ env = \"STRAIT_TEST_WRONG_PASSWORD\" }}\n",
+                proxy.addr
+            ),
+            &topic,
+        ),
+    );
+    let (ok, out) = run_until_exit(
+        &config,
+        &[("STRAIT_TEST_WRONG_PASSWORD", WRONG_PASSWORD)],
+        Duration::from_secs(60),
+    );
+    assert!(!ok, "strait run should fail:\n{out}");
+    let errors = lines_with(&out, "SASL authentication failed");
+    assert_eq!(errors.len(), 1, "one error line expected:\n{out}");
+    assert!(
+        errors[0].contains("cluster b") && errors[0].contains(&proxy.addr),
+        "the error names the cluster and broker: {}",
+        errors[0]
+    );
+    assert_eq!(
+        proxy.accepted.load(Ordering::SeqCst),
+        1,
+        "one connection attempt, no retries:\n{out}"
+    );
+    assert_no_secret("strait run output (wrong password)", &out, SECRETS);
+}
+
+/// `strait run` in the background.
+struct Running {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Running {
+    fn start(config: &Path, env: &[(&str, &str)], log: &Path) -> Running {
+        let file = std::fs::File::create(log).expect("log file");
+        let err = file.try_clone().expect("clone log");
+        let child = strait_cmd(env)
+            .args(["--log", "trace", "run", "--config"])
+            .arg(config)
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .expect("start strait run");
+        Running {
+            child,
+            log: log.to_path_buf(),
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn stop(mut self) -> String {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(ok.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "strait run did not stop:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.log()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sum of the high watermarks of `topic` on configured cluster `alias`, read by strait's own
+/// client (SASL_SSL).
+fn end_offsets(config: &Path, alias: &str, topic: &str, env_var: (&str, &str)) -> i64 {
+    std::env::set_var(env_var.0, env_var.1);
+    let config = strait::config::load(config).expect("config");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let Ok(cluster) = strait::replicate::connect_once(&config, alias).await else {
+            return 0;
+        };
+        let Ok(meta) = cluster.metadata(Some(&[topic.to_string()])).await else {
+            return 0;
+        };
+        let Some(t) = meta
+            .topics
+            .iter()
+            .find(|t| t.name == topic && t.error_code == 0)
+        else {
+            return 0;
+        };
+        let ids: Vec<i32> = t.partitions.iter().map(|p| p.partition).collect();
+        match cluster
+            .list_offsets(topic, &ids, strait::client::LATEST)
+            .await
+        {
+            Ok(v) => v.iter().map(|(_, o)| *o).sum(),
+            Err(_) => 0,
+        }
+    })
+}
+
+#[test]
+fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
+    let pki = TestPki::generate("flow");
+    let a = Broker::start("flow-a");
+    let mut b = Broker::start_secure(
+        "flow-b",
+        SecureOptions {
+            tls: Some(broker_tls(&pki)),
+            users: users(),
+        },
+    );
+    let topic = topic_name("secure-flow");
+    create_topic(&a.bootstrap(), &topic, 2);
+    let n = 300;
+    let records: Vec<TestRecord> = (0..n)
+        .map(|i| TestRecord {
+            key: Some(format!("k{}", i % 13).into_bytes()),
+            value: Some(format!("secure value {i}").into_bytes()),
+            headers: vec![("i".to_string(), Some(i.to_string().into_bytes()))],
+            partition: Some((i % 2) as i32),
+            // Recent timestamps: the reader broker below would apply retention to old ones.
+            timestamp: None,
+        })
+        .collect();
+    produce_records(&a.bootstrap(), &topic, &records, Codec::Lz4);
+
+    let dir = temp_dir("flow");
+    let env_var = ("STRAIT_TEST_B_PASSWORD", SCRAM512_PASSWORD);
+    let config = write_file(
+        &dir,
+        "flow.toml",
+        &flow_toml(
+            &a.bootstrap(),
+            &format!(
+                "[clusters.b]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"{SCRAM512_USER}\"\nsasl_password = {{ env = \"{}\" }}\nssl_ca_file = \"{}\"\nssl_server_name = \"localhost\"\n",
+                b.bootstrap(),
+                env_var.0,
+                pki.ca_cert.display()
+            ),
+            &topic,
+        ),
+    );
+    let remote = format!("a.{topic}");
+    let run = Running::start(&config, &[env_var], &dir.join("run.log"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while end_offsets(&config, "b", &remote, env_var) < n as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "records did not reach the SASL_SSL cluster:\n{}",
+            run.log()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let log = run.stop();
+    assert!(log.contains("TRACE") || log.contains("DEBUG"), "{log}");
+    assert_no_secret("strait run log (trace level)", &log, SECRETS);
+
+    // Check the target's records with rdkafka (built without SSL/SASL here) through a plain,
+    // unauthenticated broker on the same storage.
+    b.stop();
+    let mut plain = b.options().clone();
+    plain.tls = None;
+    plain.authentication = false;
+    plain.listen_port = None;
+    plain.advertised_port = None;
+    let reader = Broker::start_with(plain);
+    let source = consume_all(&a.bootstrap(), &topic, n, Duration::from_secs(60));
+    let target = consume_all(&reader.bootstrap(), &remote, n, Duration::from_secs(60));
+    assert_eq!(source.len(), n);
+    assert_eq!(target.len(), n, "every record exactly once on the target");
+    for (s, t) in source.iter().zip(&target) {
+        assert_eq!((s.partition, s.offset), (t.partition, t.offset));
+        assert_eq!(
+            (&s.key, &s.value, &s.headers, s.timestamp),
+            (&t.key, &t.value, &t.headers, t.timestamp)
+        );
+    }
+
+    // Other places a secret could leak: --help of every command, and the parsed config.
+    let mut help = String::new();
+    for args in [
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["probe", "--help"],
+        vec!["topics", "--help"],
+        vec!["offsets", "--help"],
+    ] {
+        let out = strait_cmd(&[env_var]).args(&args).output().expect("help");
+        help.push_str(&text(&out));
+    }
+    assert!(help.contains("Usage"), "{help}");
+    assert_no_secret("--help output", &help, SECRETS);
+    std::env::set_var(env_var.0, env_var.1);
+    let parsed = strait::config::load(&config).expect("config");
+    assert_eq!(
+        parsed.clusters["b"]
+            .sasl
+            .as_ref()
+            .map(|s| s.password.expose()),
+        Some(SCRAM512_PASSWORD),
+        "the secret was resolved"
+    );
+    assert_no_secret(
+        "Debug of the parsed config",
+        &format!("{parsed:?}"),
+        SECRETS,
+    );
+    assert_no_secret(
+        "Debug of the client config",
+        &format!(
+            "{:?}",
+            strait::replicate::cluster_config(&parsed.clusters["b"]).expect("client config")
+        ),
+        SECRETS,
+    );
+}
