@@ -4,6 +4,7 @@
 //! - [`records`]: record batches, sans-io (split, header rewrite with CRC upkeep, codecs).
 //! - [`protocol`]: the Kafka wire protocol, sans-io (framing, bounded response decoders).
 //! - [`client`]: the async shell (connections, broker pool, metadata, typed requests).
+//! - [`metrics`], [`observe`]: metrics, the REST API, the status page and its HTTP server.
 //!
 //! The library never owns the process: no global state, no printing, no `exit`.
 
@@ -12,8 +13,10 @@ pub mod config;
 pub mod error;
 pub mod filter;
 pub mod forward;
+pub mod metrics;
 pub mod mm2;
 pub mod naming;
+pub mod observe;
 pub mod offsets;
 pub mod protocol;
 pub mod records;

@@ -32,6 +32,7 @@ fn main() -> std::process::ExitCode {
                 .map(|s| print!("{s}")),
             Command::Offsets(args) => cli::offsets::offsets(args).await.map(|s| print!("{s}")),
             Command::Failover(args) => cli::offsets::failover(args).await.map(|s| print!("{s}")),
+            Command::Status(args) => cli::status::run(args).await.map(|s| print!("{s}")),
         }
     });
     match result {

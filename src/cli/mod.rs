@@ -6,6 +6,7 @@ pub mod lists;
 pub mod offsets;
 pub mod probe;
 pub mod run;
+pub mod status;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -51,6 +52,9 @@ pub enum Command {
     Offsets(offsets::OffsetsArgs),
     /// Commit a consumer group's translated offsets on the target cluster.
     Failover(offsets::OffsetsArgs),
+    /// What a running instance is doing (from its `http` address): flows, topics with lag and
+    /// rate, group checkpoints, and catch-up progress.
+    Status(status::StatusArgs),
 }
 
 /// Sets up `tracing` for the binary.

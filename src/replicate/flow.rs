@@ -25,6 +25,7 @@ use crate::filter::{group_should_sync, topic_should_replicate, NameFilter};
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
+use crate::observe::Observer;
 use crate::offsets::{OffsetMap, Translation};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
@@ -100,6 +101,8 @@ pub struct Flow {
     in_flight: VecDeque<InFlight>,
     /// Last checkpoint written per (group, target topic, partition): (upstream, downstream).
     checkpointed: HashMap<(String, String, i32), (i64, i64)>,
+    /// Where metrics go.
+    obs: Arc<Observer>,
 }
 
 /// A Produce request in flight and the partitions it carries (with their epoch at send time).
@@ -147,7 +150,14 @@ impl Flow {
             status,
             in_flight: VecDeque::new(),
             checkpointed: HashMap::new(),
+            obs: Arc::new(Observer::new()),
         }
+    }
+
+    /// Reports metrics and facts to `obs` (by default to an observer nobody reads).
+    pub fn with_observer(mut self, obs: Arc<Observer>) -> Flow {
+        self.obs = obs;
+        self
     }
 
     fn name(&self) -> String {
@@ -172,6 +182,7 @@ impl Flow {
                 Ok(()) => break,
                 Err(e) => {
                     tracing::error!(flow = %name, "setup failed, retrying: {e}");
+                    self.obs.error(&name, "setup");
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_secs(2)) => {}
                         _ = shutdown.changed() => return Ok(()),
@@ -191,12 +202,14 @@ impl Flow {
                 tracing::debug!(flow = %name, "refreshing topics");
                 if let Err(e) = self.refresh_topics().await {
                     tracing::error!(flow = %name, "topic refresh failed: {e}");
+                    self.obs.error(&name, "topic_refresh");
                 }
                 next_refresh = now + self.cfg.refresh_topics_interval;
             }
             if self.cfg.emit_heartbeats && now >= next_heartbeat {
                 if let Err(e) = self.heartbeat().await {
                     tracing::warn!(flow = %name, "heartbeat failed: {e}");
+                    self.obs.error(&name, "heartbeat");
                 }
                 next_heartbeat = now + self.cfg.heartbeat_interval;
             }
@@ -205,6 +218,7 @@ impl Flow {
                 Ok(n) => n,
                 Err(e) => {
                     tracing::warn!(flow = %name, "fetch round failed: {e}");
+                    self.obs.error(&name, "fetch");
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     0
                 }
@@ -216,6 +230,7 @@ impl Flow {
                     Ok(_) => {}
                     Err(e) => {
                         tracing::warn!(flow = %name, "produce failed: {e}");
+                        self.obs.error(&name, "produce");
                         break;
                     }
                 }
@@ -226,6 +241,7 @@ impl Flow {
             if Instant::now() >= next_flush {
                 if let Err(e) = self.flush_progress().await {
                     tracing::warn!(flow = %name, "progress write failed: {e}");
+                    self.obs.error(&name, "progress");
                 }
                 next_flush = Instant::now() + Duration::from_secs(1);
             }
@@ -234,6 +250,7 @@ impl Flow {
             {
                 if let Err(e) = self.checkpoints().await {
                     tracing::warn!(flow = %name, "checkpoints failed: {e}");
+                    self.obs.error(&name, "checkpoint");
                 }
                 let every = if self.cfg.emit_checkpoints {
                     self.cfg.checkpoint_interval
@@ -245,6 +262,7 @@ impl Flow {
             if self.cfg.emit_offset_syncs && Instant::now() >= next_sync {
                 if let Err(e) = self.offset_syncs().await {
                     tracing::warn!(flow = %name, "offset syncs failed: {e}");
+                    self.obs.error(&name, "offset_sync");
                 }
                 next_sync = Instant::now() + self.cfg.offset_sync_interval;
             }
@@ -736,13 +754,17 @@ impl Flow {
                             self.source.invalidate(&key.0);
                         }
                         tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: fetch error {}", key.0, key.1, st.planner.next_offset(), error_code::name(code));
+                        self.obs.retry(&src_name, "fetch_partition");
                         continue;
                     }
                 }
                 let at = st.planner.next_offset();
                 match st.planner.plan(&p) {
                     Ok(plan) => {
+                        let now = store::now_ms();
                         for out in plan.outgoing {
+                            self.obs
+                                .batch_fetched(&name, &key.0, out.batch.max_timestamp(), now);
                             st.queued_bytes += out.batch.len();
                             st.queue.push_back(out);
                             planned += 1;
@@ -757,6 +779,7 @@ impl Flow {
                     Err(e) => {
                         let msg = format!("cluster {src_name}, topic {}, partition {}, offset {at}: {e}; partition stopped", key.0, key.1);
                         tracing::error!(flow = %name, "{msg}");
+                        self.obs.error(&name, "plan");
                         st.failed = Some(msg);
                     }
                 }
@@ -846,6 +869,7 @@ impl Flow {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(flow = %name, "produce request failed, resending: {e}");
+                self.obs.retry(&tgt, "produce_request");
                 for (k, epoch) in &f.members {
                     if let Some(st) = self.parts.get_mut(k) {
                         if st.epoch == *epoch {
@@ -897,6 +921,16 @@ impl Flow {
                     }
                     st.records += n as u64;
                     st.bytes += out.batch.len() as u64;
+                    self.obs.batch_acked(
+                        &name,
+                        &st.source_topic,
+                        k.1,
+                        n as u64,
+                        out.batch.len() as u64,
+                        out.batch.max_timestamp(),
+                        self.policy.is_heartbeats_topic(&st.source_topic),
+                        store::now_ms(),
+                    );
                 }
                 Some((code, _, message)) if !error_code::is_retriable(code) => {
                     let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
@@ -908,6 +942,7 @@ impl Flow {
                         message.map(|m| format!(" ({m})")).unwrap_or_default()
                     );
                     tracing::error!(flow = %name, "{msg}");
+                    self.obs.error(&name, "produce_refused");
                     st.failed = Some(msg);
                     st.in_flight = 0;
                     st.epoch += 1;
@@ -920,6 +955,7 @@ impl Flow {
                         self.target.invalidate(&st.target_topic);
                     }
                     tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: produce error {}, resending", st.target_topic, k.1, error_code::name(code));
+                    self.obs.retry(&tgt, "produce_partition");
                     st.in_flight = 0;
                     st.epoch += 1;
                 }
@@ -936,6 +972,7 @@ impl Flow {
     /// flow cluster_b -> cluster_a) go back through the reverse flow's maps, stored in the
     /// source cluster.
     async fn checkpoints(&mut self) -> Result<()> {
+        let started = Instant::now();
         let (src, dst) = (
             self.source.name().to_string(),
             self.target.name().to_string(),
@@ -1033,6 +1070,12 @@ impl Flow {
                 (c.upstream_offset, c.downstream_offset),
             );
         }
+        self.obs.checkpoint_pass(
+            &self.name(),
+            started.elapsed(),
+            &self.checkpointed,
+            store::now_ms(),
+        );
         Ok(())
     }
 
@@ -1144,7 +1187,7 @@ impl Flow {
                 match sync.encode_key() {
                     Ok(k) => records.push((Bytes::from(k), Some(Bytes::from(sync.encode_value())))),
                     Err(e) => {
-                        tracing::warn!(topic = %st.source_topic, "cannot encode offset sync: {e}")
+                        tracing::warn!(flow = %self.name(), topic = %st.source_topic, partition = st.partition, "cannot encode offset sync: {e}")
                     }
                 }
                 changed.push((k.clone(), delta));
@@ -1169,6 +1212,10 @@ impl Flow {
     }
 
     fn publish_status(&self) {
+        self.obs.buffered(
+            &self.name(),
+            self.parts.values().map(|p| p.queued_bytes as u64).sum(),
+        );
         let parts = self
             .parts
             .values()

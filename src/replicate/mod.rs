@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use crate::client::{Cluster, ClusterConfig, ConnectionConfig};
 use crate::config::{ClusterSettings, Config, SecurityProtocol};
 use crate::error::{Error, Result};
+use crate::observe::{self, Observer, Side};
 use status::FlowStatus;
 
 /// Client settings for a configured cluster.
@@ -78,10 +79,22 @@ pub async fn connect(
     alias: &str,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Option<Arc<Cluster>>> {
+    connect_observed(config, alias, shutdown, None).await
+}
+
+/// [`connect`], reporting the cluster's requests to `observer`.
+pub async fn connect_observed(
+    config: &Config,
+    alias: &str,
+    shutdown: &mut watch::Receiver<bool>,
+    observer: Option<Arc<Observer>>,
+) -> Result<Option<Arc<Cluster>>> {
     let settings = cluster_settings(config, alias)?;
     let mut backoff = Duration::from_millis(500);
     loop {
-        match Cluster::connect(cluster_config(settings)).await {
+        let mut cfg = cluster_config(settings);
+        cfg.observer = observer.clone();
+        match Cluster::connect(cfg).await {
             Ok(c) => return Ok(Some(Arc::new(c))),
             Err(e) => {
                 tracing::error!(cluster = %alias, "cannot reach the cluster, retrying in {backoff:?}: {e}");
@@ -101,6 +114,10 @@ pub struct Engine {
     pub status: BTreeMap<String, watch::Receiver<FlowStatus>>,
     /// Ends when every flow stopped; the first error, if any.
     pub done: tokio::task::JoinHandle<Result<()>>,
+    /// Metrics and facts the flows report.
+    pub observer: Arc<Observer>,
+    /// Where the status page, `/metrics` and the REST API are served, when `http` is set.
+    pub http: Option<std::net::SocketAddr>,
 }
 
 /// Starts every enabled flow of `config`; they run until `shutdown` turns true.
@@ -117,12 +134,16 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
     for c in config.clusters.values() {
         check_supported(&config.origin, c)?;
     }
-    if let Some(addr) = &config.http {
-        tracing::warn!(
-            "{}: http = {addr:?}: the status API is not served by this version; ignored",
-            config.origin
-        );
-    }
+    let listener = match &config.http {
+        Some(addr) => Some(observe::http::bind(addr).map_err(|e| {
+            Error::invalid(format!(
+                "{}: http = {addr:?}: cannot listen: {e}",
+                config.origin
+            ))
+        })?),
+        None => None,
+    };
+    let observer = Arc::new(Observer::new());
     let config = Arc::new(config);
     for flow in flows {
         let reverse = config
@@ -134,25 +155,46 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             partitions: Vec::new(),
         });
         status.insert(flow.name(), rx);
+        observer.register_flow(&flow.name(), &flow.source, &flow.target);
         let mut shutdown = shutdown.clone();
         let config = config.clone();
+        let obs = observer.clone();
         tasks.spawn(async move {
-            let Some(source) = connect(&config, &flow.source, &mut shutdown).await? else {
+            let name = flow.name();
+            let o = Some(obs.clone());
+            let Some(source) = connect_observed(&config, &flow.source, &mut shutdown, o).await?
+            else {
                 return Ok(());
             };
-            let Some(target) = connect(&config, &flow.target, &mut shutdown).await? else {
+            obs.connected(&name, Side::Source, true);
+            let o = Some(obs.clone());
+            let Some(target) = connect_observed(&config, &flow.target, &mut shutdown, o).await?
+            else {
                 return Ok(());
             };
+            obs.connected(&name, Side::Target, true);
             let rf = config
                 .clusters
                 .get(&flow.target)
                 .map(|c| c.replication_factor)
                 .unwrap_or(-1);
-            flow::Flow::new(flow, source, target, reverse, rf, tx)
+            let result = flow::Flow::new(flow, source, target, reverse, rf, tx)
+                .with_observer(obs.clone())
                 .run(shutdown)
-                .await
+                .await;
+            obs.stopped(&name, result.as_ref().err().map(|e| e.to_string()));
+            result
         });
     }
+    let http = match listener {
+        Some((listener, local)) => {
+            let server = observe::http::Server::new(observer.clone(), status.clone());
+            tokio::spawn(Arc::new(server).run(listener, shutdown.clone()));
+            tracing::info!("status page, /metrics and the REST API at http://{local}/");
+            Some(local)
+        }
+        None => None,
+    };
     let done = tokio::spawn(async move {
         let mut first_error = None;
         while let Some(r) = tasks.join_next().await {
@@ -172,7 +214,12 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             None => Ok(()),
         }
     });
-    Ok(Engine { status, done })
+    Ok(Engine {
+        status,
+        done,
+        observer,
+        http,
+    })
 }
 
 /// Runs every enabled flow of `config` until `shutdown` turns true.
