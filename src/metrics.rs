@@ -72,9 +72,10 @@ impl Histogram {
         self.count += 1;
     }
 
-    /// The upper bound of the bucket holding quantile `q` (0..=1) of the observations counted
-    /// since `earlier` (a previous snapshot of this histogram, or `None` for all of them).
-    /// `None` when nothing was observed in between; `f64::INFINITY` for the `+Inf` bucket.
+    /// Quantile `q` (0..=1) of the observations counted since `earlier` (a previous snapshot of
+    /// this histogram, or `None` for all of them), interpolated linearly inside its bucket as
+    /// Prometheus' `histogram_quantile` does. `None` when nothing was observed in between;
+    /// `f64::INFINITY` when it falls in the `+Inf` bucket.
     pub fn quantile_since(&self, earlier: Option<&Histogram>, q: f64) -> Option<f64> {
         let delta: Vec<u64> = self
             .counts
@@ -88,13 +89,18 @@ impl Histogram {
         if total == 0 {
             return None;
         }
-        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let rank = q.clamp(0.0, 1.0) * total as f64;
         let mut seen = 0;
         for (i, c) in delta.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                return Some(self.bounds.get(i).copied().unwrap_or(f64::INFINITY));
+            if *c > 0 && (seen + c) as f64 >= rank {
+                let Some(upper) = self.bounds.get(i).copied() else {
+                    return Some(f64::INFINITY);
+                };
+                let lower = if i == 0 { 0.0 } else { self.bounds[i - 1] };
+                let inside = ((rank - seen as f64) / *c as f64).clamp(0.0, 1.0);
+                return Some(lower + (upper - lower) * inside);
             }
+            seen += c;
         }
         Some(f64::INFINITY)
     }
@@ -426,12 +432,20 @@ x_total{topic=\"c\\\\d\\ne\",partition=\"1\"} 1
         h.observe(0.1); // on the bound: le="0.1"
         h.observe(3.0);
         assert_eq!(h.counts, vec![99, 0, 1]);
-        assert_eq!(h.quantile_since(None, 0.5), Some(0.1));
-        assert_eq!(h.quantile_since(None, 0.99), Some(0.1));
+        // Rank 50 of 99 in [0, 0.1]; rank 99 of 99 in [0, 0.1]: its top.
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
+        assert!(close(h.quantile_since(None, 0.5), 0.1 * 50.0 / 99.0));
+        assert!(close(h.quantile_since(None, 0.99), 0.1));
         assert_eq!(h.quantile_since(None, 1.0), Some(f64::INFINITY));
         let before = h.clone();
         h.observe(0.5);
-        assert_eq!(h.quantile_since(Some(&before), 0.99), Some(1.0));
+        h.observe(0.5);
+        // Two observations in (0.1, 1]: the median is halfway up the bucket.
+        assert!(close(h.quantile_since(Some(&before), 0.5), 0.55));
+        assert!(close(
+            h.quantile_since(Some(&before), 0.99),
+            0.1 + 0.9 * 0.99
+        ));
         assert_eq!(h.quantile_since(Some(&h.clone()), 0.99), None);
     }
 

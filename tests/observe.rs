@@ -115,6 +115,22 @@ fn records(prefix: &str, from: usize, n: usize, partitions: i32) -> Vec<TestReco
         .collect()
 }
 
+/// Commits offsets for `group` with rdkafka, as a consumer of the group would.
+fn commit(bootstrap: &str, group: &str, offsets: &[(&str, i32, i64)]) {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for (t, p, o) in offsets {
+        tpl.add_partition_offset(t, *p, Offset::Offset(*o))
+            .expect("tpl");
+    }
+    c.commit(&tpl, CommitMode::Sync).expect("commit");
+}
+
 struct Setup {
     a: Broker,
     _b: Broker,
@@ -123,12 +139,14 @@ struct Setup {
     dir: PathBuf,
 }
 
-/// Brokers `a` and `b`, topic `orders` (3 partitions) on `a`, and `strait run` with one flow
+/// Brokers `a` and `b`, topics `orders` (3 partitions) and `clicks` (2) on `a`, and
+/// `strait run` with one flow
 /// `a -> b` and the status server on a free port.
 fn setup(name: &str) -> Setup {
     let a = Broker::start("a");
     let b = Broker::start("b");
     create_topic(&a.bootstrap(), "orders", 3);
+    create_topic(&a.bootstrap(), "clicks", 2);
     let dir = std::env::temp_dir().join(topic_name(name));
     std::fs::create_dir_all(&dir).expect("dir");
     let http = format!("127.0.0.1:{}", free_port());
@@ -138,7 +156,7 @@ fn setup(name: &str) -> Setup {
         format!(
             "http = \"{http}\"\n\
              [clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
-             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"orders\"]\ngroups = [\"billing\"]\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"orders\", \"clicks\"]\ngroups = [\"billing\", \"audit\"]\n\
              refresh_topics_interval_secs = 1\nheartbeat_interval_secs = 1\ncheckpoint_interval_secs = 1\n",
             a.bootstrap(),
             b.bootstrap(),
@@ -311,16 +329,7 @@ fn metrics_rest_api_and_status_follow_the_data() {
     );
 
     // A group commit on `a` shows up as a checkpoint in the API.
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", s.a.bootstrap())
-        .set("group.id", "billing")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("orders", 1, Offset::Offset(1000))
-        .expect("tpl");
-    c.commit(&tpl, CommitMode::Sync).expect("commit");
+    commit(&s.a.bootstrap(), "billing", &[("orders", 1, 1000)]);
     wait_until(
         "billing checkpoint",
         &s.strait,
@@ -404,7 +413,7 @@ fn run_chromium(url: &str, extra: &[&str], profile: &Path) -> String {
             "--disable-sync",
             "--hide-scrollbars",
             "--virtual-time-budget=8000",
-            "--window-size=1280,1000",
+            "--window-size=1280,860",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
@@ -442,6 +451,15 @@ fn run_chromium(url: &str, extra: &[&str], profile: &Path) -> String {
     }
 }
 
+/// Samples the page needs before it is looked at: 3, or more for the README's picture
+/// (`STRAIT_DOCS_SAMPLES`).
+fn samples_wanted() -> usize {
+    std::env::var("STRAIT_DOCS_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -458,16 +476,45 @@ fn status_page_draws_charts_in_headless_chromium() {
         let stop = stop.clone();
         let bootstrap = s.a.bootstrap();
         std::thread::spawn(move || {
-            let mut i = 0;
+            let (mut i, mut round) = (0, 0);
             while !stop.load(Ordering::Relaxed) {
-                produce_records(&bootstrap, "orders", &records("p", i, 500, 3), Codec::Lz4);
-                i += 500;
-                std::thread::sleep(Duration::from_millis(300));
+                // A rate that changes from round to round, on two topics.
+                let n = 200 + 150 * (round % 5);
+                produce_records(&bootstrap, "orders", &records("p", i, n, 3), Codec::Lz4);
+                produce_records(
+                    &bootstrap,
+                    "clicks",
+                    &records("c", i, n / 3, 2),
+                    Codec::Zstd,
+                );
+                i += n;
+                round += 1;
+                std::thread::sleep(Duration::from_millis(250));
             }
         })
     };
     wait_until(
-        "three samples in /api/status",
+        "data on every orders partition",
+        &s.strait,
+        Duration::from_secs(60),
+        || {
+            http_get(&s.http, "/metrics").is_some_and(|(_, m)| {
+                metric_sum(&m, "strait_replication_records_total", ORDERS) >= 600.0
+            })
+        },
+    );
+    commit(
+        &s.a.bootstrap(),
+        "billing",
+        &[("orders", 0, 100), ("orders", 1, 150), ("orders", 2, 120)],
+    );
+    commit(
+        &s.a.bootstrap(),
+        "audit",
+        &[("clicks", 0, 40), ("clicks", 1, 35)],
+    );
+    wait_until(
+        "samples and checkpoints in /api/status",
         &s.strait,
         Duration::from_secs(60),
         || {
@@ -477,10 +524,12 @@ fn status_page_draws_charts_in_headless_chromium() {
                     .as_array()
                     .cloned()
                     .unwrap_or_default();
-                series.len() >= 3
+                let groups = v["flows"][0]["groups"].as_array().map_or(0, Vec::len);
+                series.len() >= samples_wanted()
                     && series
                         .iter()
                         .any(|p| p["records_per_second"].as_f64() > Some(0.0))
+                    && groups == 2
             })
         },
     );
@@ -498,6 +547,8 @@ fn status_page_draws_charts_in_headless_chromium() {
         assert!(n >= 2, "a chart with {n} samples:\n{dom}");
     }
     assert!(dom.contains("data-topic=\"orders\""), "{dom}");
+    assert!(dom.contains("data-topic=\"clicks\""), "{dom}");
+    assert!(dom.contains("data-group=\"billing\""), "{dom}");
     assert!(dom.contains("a.orders"), "{dom}");
 
     let shot = target_dir().join("observe").join("status-page.png");
@@ -521,4 +572,9 @@ fn status_page_draws_charts_in_headless_chromium() {
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
     assert!(png.len() > 10_000, "screenshot is only {} bytes", png.len());
     eprintln!("status page screenshot: {}", shot.display());
+    // `STRAIT_DOCS_SAMPLES=20 STRAIT_DOCS_SCREENSHOT=docs/status-page-checkpoints.png` refreshes
+    // the README's picture.
+    if let Some(docs) = std::env::var_os("STRAIT_DOCS_SCREENSHOT") {
+        std::fs::copy(&shot, &docs).expect("copy the screenshot");
+    }
 }

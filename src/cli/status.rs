@@ -65,11 +65,11 @@ async fn fetch(addr: &str) -> Result<StatusDoc> {
 pub async fn run(args: &StatusArgs) -> Result<String> {
     let addr = address(args)?;
     if !args.watch {
-        return Ok(render(&fetch(&addr).await?, now_ms()));
+        return Ok(render(&fetch(&addr).await?));
     }
     loop {
         match fetch(&addr).await {
-            Ok(doc) => println!("{}", render(&doc, now_ms())),
+            Ok(doc) => println!("{}", render(&doc)),
             Err(e) => println!("{e}\n"),
         }
         tokio::select! {
@@ -77,13 +77,6 @@ pub async fn run(args: &StatusArgs) -> Result<String> {
             _ = tokio::signal::ctrl_c() => return Ok(String::new()),
         }
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Left-aligned columns separated by two spaces.
@@ -177,11 +170,12 @@ pub struct Progress {
     pub eta_secs: f64,
 }
 
-/// Progress over the samples of the last 30 seconds: `None` unless the lag is above zero and
-/// went down.
+/// Progress over the samples of the last 30 seconds: `None` unless the lag is above zero, went
+/// down over that window, and went down in the latest interval (a stalled flow has no ETA).
 pub fn progress(series: &[Sample]) -> Option<Progress> {
     let last = series.last()?;
-    if last.lag <= 0 {
+    let previous = series.len().checked_sub(2).map(|i| &series[i])?;
+    if last.lag <= 0 || last.lag >= previous.lag {
         return None;
     }
     let first = series
@@ -213,8 +207,9 @@ fn ago(now_ms: i64, then_ms: i64) -> String {
     format!("{} ago", eta(((now_ms - then_ms).max(0)) as f64 / 1000.0))
 }
 
-/// The status document as terminal tables.
-pub fn render(doc: &StatusDoc, now_ms: i64) -> String {
+/// The status document as terminal tables (ages relative to the server's clock).
+pub fn render(doc: &StatusDoc) -> String {
+    let now_ms = doc.now_ms;
     let mut out = format!(
         "strait {}, up {}, {}\n\n",
         doc.version,
@@ -290,6 +285,13 @@ pub fn render(doc: &StatusDoc, now_ms: i64) -> String {
                 ],
                 &rows,
             ));
+            for t in &f.topics {
+                for p in &t.partitions {
+                    if let Some(why) = &p.failed {
+                        let _ = writeln!(out, "{}/{}: {why}", t.source_topic, p.partition);
+                    }
+                }
+            }
         }
         if !f.groups.is_empty() {
             out.push('\n');
@@ -358,6 +360,11 @@ mod tests {
         // Lag not going down: no ETA.
         assert_eq!(progress(&[sample(0, 100), sample(2_000, 100)]), None);
         assert_eq!(progress(&[sample(0, 100), sample(2_000, 0)]), None);
+        // Went down over the window but stalled in the latest interval: no ETA.
+        assert_eq!(
+            progress(&[sample(0, 100), sample(2_000, 50), sample(4_000, 50)]),
+            None
+        );
         // Older than 30 s is ignored: from 10_000 (lag 9_000) to 40_000 (lag 3_000).
         let p = progress(&[
             sample(0, 10_000),
@@ -375,6 +382,7 @@ mod tests {
     fn renders_tables_and_progress() {
         let doc = StatusDoc {
             version: "0.1.0".into(),
+            now_ms: 5_000,
             uptime_seconds: 75,
             ready: true,
             flows: vec![FlowDoc {
@@ -426,7 +434,7 @@ mod tests {
                 series: vec![sample(0, 1_000), sample(2_000, 500)],
             }],
         };
-        let text = render(&doc, 5_000);
+        let text = render(&doc);
         let want = "\
 strait 0.1.0, up 1m15s, ready
 

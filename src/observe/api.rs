@@ -10,6 +10,8 @@ use super::series::Sample;
 pub struct StatusDoc {
     /// strait's version.
     pub version: String,
+    /// The server's clock when it answered (ms since the epoch): ages are relative to it.
+    pub now_ms: i64,
     /// Seconds since the engine started.
     pub uptime_seconds: u64,
     /// Every flow connected to both clusters (what `/ready` answers).

@@ -276,7 +276,7 @@ impl Server {
             }
             "/health" => Response::json(200, &serde_json::json!({ "status": "up" })),
             "/ready" => {
-                let doc = self.observer.status_doc(&self.statuses(), false);
+                let doc = self.observer.status_doc(&self.statuses(), now_ms(), false);
                 let flows: Vec<_> = doc
                     .flows
                     .iter()
@@ -295,13 +295,16 @@ impl Server {
                     &serde_json::json!({ "ready": doc.ready, "flows": flows }),
                 )
             }
-            "/api/status" => Response::json(200, &self.observer.status_doc(&self.statuses(), true)),
+            "/api/status" => Response::json(
+                200,
+                &self.observer.status_doc(&self.statuses(), now_ms(), true),
+            ),
             "/api/flows" => {
-                let doc = self.observer.status_doc(&self.statuses(), false);
+                let doc = self.observer.status_doc(&self.statuses(), now_ms(), false);
                 Response::json(200, &FlowsDoc { flows: doc.flows })
             }
             "/api/groups" => {
-                let doc = self.observer.status_doc(&self.statuses(), false);
+                let doc = self.observer.status_doc(&self.statuses(), now_ms(), false);
                 let flows = doc
                     .flows
                     .into_iter()
@@ -314,7 +317,7 @@ impl Server {
             }
             p => match p.strip_prefix("/api/flows/") {
                 Some(name) => {
-                    let doc = self.observer.status_doc(&self.statuses(), false);
+                    let doc = self.observer.status_doc(&self.statuses(), now_ms(), false);
                     match doc.flows.into_iter().find(|f| f.name == name) {
                         Some(f) => Response::json(200, &f),
                         None => Response::error(404, &format!("no flow named {name:?}")),

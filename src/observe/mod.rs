@@ -440,7 +440,7 @@ impl Observer {
     }
 
     /// The `/api/status` document; `series` includes the samples of the last minutes.
-    pub fn status_doc(&self, statuses: &[FlowStatus], series: bool) -> StatusDoc {
+    pub fn status_doc(&self, statuses: &[FlowStatus], now_ms: i64, series: bool) -> StatusDoc {
         let ready = self.ready();
         let flows = self.facts(|f| {
             statuses
@@ -450,6 +450,7 @@ impl Observer {
         });
         StatusDoc {
             version: env!("CARGO_PKG_VERSION").to_string(),
+            now_ms,
             uptime_seconds: self.started.elapsed().as_secs(),
             ready,
             flows,
@@ -635,18 +636,18 @@ mod tests {
         o.sample(&[status(0, 0, 50)], 1_000);
         o.batch_acked("a->b", "orders", 0, 100, 100, 2_950, false, 3_000);
         o.sample(&[status(100, 40, 50)], 3_000);
-        let doc = o.status_doc(&[status(100, 40, 50)], true);
+        let doc = o.status_doc(&[status(100, 40, 50)], 3_000, true);
         let f = &doc.flows[0];
         assert_eq!((f.source.as_str(), f.target.as_str()), ("a", "b"));
         assert_eq!(f.lag, 10);
         assert_eq!(f.records_per_second, 50.0);
         assert_eq!(f.series.len(), 1);
         assert_eq!(f.latency_max_ms, Some(50.0));
-        assert_eq!(f.latency_p99_ms, Some(50.0));
+        assert_eq!(f.latency_p99_ms, Some(49.75));
         assert_eq!(f.heartbeat_latency_ms, Some(500.0));
         assert_eq!(f.topics[0].records_per_second, 50.0);
         assert_eq!(f.topics[0].partitions[0].lag, 10);
-        let plain = o.status_doc(&[status(100, 40, 50)], false);
+        let plain = o.status_doc(&[status(100, 40, 50)], 3_000, false);
         assert!(plain.flows[0].series.is_empty());
     }
 
@@ -661,7 +662,7 @@ mod tests {
         o.checkpoint_pass("a->b", Duration::from_millis(20), &c, 1_000);
         c.insert(("g1".to_string(), "a.orders".to_string(), 1), (7, 7));
         o.checkpoint_pass("a->b", Duration::from_millis(20), &c, 2_000);
-        let doc = o.status_doc(&[status(0, 0, 0)], false);
+        let doc = o.status_doc(&[status(0, 0, 0)], 2_000, false);
         let g = &doc.flows[0].groups;
         assert_eq!(g.len(), 2);
         assert_eq!(g[0].group, "g1");
