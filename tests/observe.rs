@@ -133,7 +133,7 @@ fn commit(bootstrap: &str, group: &str, offsets: &[(&str, i32, i64)]) {
 
 struct Setup {
     a: Broker,
-    _b: Broker,
+    b: Broker,
     strait: Strait,
     http: String,
     dir: PathBuf,
@@ -169,7 +169,7 @@ fn setup(name: &str) -> Setup {
     });
     Setup {
         a,
-        _b: b,
+        b,
         strait,
         http,
         dir,
@@ -382,6 +382,26 @@ fn metrics_rest_api_and_status_follow_the_data() {
     raw.read_to_string(&mut answer).expect("read");
     assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
     assert_eq!(http_get(&s.http, "/health").map(|x| x.0), Some(200));
+
+    // The target goes away: not ready any more (heartbeats to it fail), though still up.
+    let Setup {
+        mut b, mut strait, ..
+    } = s;
+    b.stop();
+    let http = s.http.clone();
+    wait_until("/ready = 503", &strait, Duration::from_secs(30), || {
+        http_get(&http, "/ready")
+            .is_some_and(|(c, body)| c == 503 && body.contains("\"target_connected\": false"))
+    });
+    assert_eq!(http_get(&http, "/health").map(|x| x.0), Some(200));
+    let (_, m) = http_get(&http, "/metrics").expect("/metrics");
+    assert_eq!(metric_sum(&m, "strait_flow_connected", "a->b"), 0.0);
+    assert!(
+        metric_sum(&m, "strait_errors_total", "kind=\"heartbeat\"") >= 1.0,
+        "{m}"
+    );
+    // No clean stop is possible without the target: end it now.
+    let _ = strait.child.kill();
 }
 
 fn chromium() -> PathBuf {

@@ -192,20 +192,26 @@ impl Observer {
             .gauge_set(names::CONNECTED, H_CONNECTED, &[("flow", flow)], 0.0);
     }
 
-    /// A flow reached (or lost) one of its clusters.
+    /// A flow reached one of its clusters (`up`), or a request to it failed. Cheap when nothing
+    /// changes, so flows may call it on every round.
     pub fn connected(&self, flow: &str, side: Side, up: bool) {
-        let both = self.facts(|f| {
-            f.get_mut(flow).map(|x| {
-                match side {
-                    Side::Source => x.source_connected = up,
-                    Side::Target => x.target_connected = up,
-                }
-                x.source_connected && x.target_connected
-            })
+        let changed = self.facts(|f| {
+            let x = f.get_mut(flow)?;
+            let slot = match side {
+                Side::Source => &mut x.source_connected,
+                Side::Target => &mut x.target_connected,
+            };
+            if *slot == up {
+                return None;
+            }
+            *slot = up;
+            Some(x.source_connected && x.target_connected)
         });
-        let v = if both.unwrap_or(false) { 1.0 } else { 0.0 };
-        self.registry
-            .gauge_set(names::CONNECTED, H_CONNECTED, &[("flow", flow)], v);
+        if let Some(both) = changed {
+            let v = if both { 1.0 } else { 0.0 };
+            self.registry
+                .gauge_set(names::CONNECTED, H_CONNECTED, &[("flow", flow)], v);
+        }
     }
 
     /// A flow's task ended; `why` is its error, if any.
@@ -597,8 +603,19 @@ mod tests {
         assert!(o
             .exposition(&[], None)
             .contains("strait_flow_connected{flow=\"a->b\"} 1\n"));
+        // A failed request to the target: not ready until it answers again.
+        o.connected("a->b", Side::Target, false);
+        assert!(!o.ready());
+        assert!(o
+            .exposition(&[], None)
+            .contains("strait_flow_connected{flow=\"a->b\"} 0\n"));
+        o.connected("a->b", Side::Target, true);
+        assert!(o.ready());
         o.stopped("a->b", Some("boom".into()));
         assert!(!o.ready());
+        o.connected("a->b", Side::Source, true);
+        o.connected("a->b", Side::Target, true);
+        assert!(!o.ready(), "a stopped flow stays not ready");
     }
 
     #[test]

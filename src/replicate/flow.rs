@@ -25,7 +25,7 @@ use crate::filter::{group_should_sync, topic_should_replicate, NameFilter};
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
-use crate::observe::Observer;
+use crate::observe::{Observer, Side};
 use crate::offsets::{OffsetMap, Translation};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
@@ -207,7 +207,9 @@ impl Flow {
                 next_refresh = now + self.cfg.refresh_topics_interval;
             }
             if self.cfg.emit_heartbeats && now >= next_heartbeat {
-                if let Err(e) = self.heartbeat().await {
+                let beat = self.heartbeat().await;
+                self.obs.connected(&name, Side::Target, beat.is_ok());
+                if let Err(e) = beat {
                     tracing::warn!(flow = %name, "heartbeat failed: {e}");
                     self.obs.error(&name, "heartbeat");
                 }
@@ -215,10 +217,14 @@ impl Flow {
             }
             tracing::trace!(flow = %name, "fetch round");
             let fetched = match self.fetch_round().await {
-                Ok(n) => n,
+                Ok(n) => {
+                    self.obs.connected(&name, Side::Source, true);
+                    n
+                }
                 Err(e) => {
                     tracing::warn!(flow = %name, "fetch round failed: {e}");
                     self.obs.error(&name, "fetch");
+                    self.obs.connected(&name, Side::Source, false);
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     0
                 }
@@ -227,10 +233,11 @@ impl Flow {
             while self.in_flight.len() < MAX_IN_FLIGHT {
                 match self.send_round().await {
                     Ok(0) => break,
-                    Ok(_) => {}
+                    Ok(_) => self.obs.connected(&name, Side::Target, true),
                     Err(e) => {
                         tracing::warn!(flow = %name, "produce failed: {e}");
                         self.obs.error(&name, "produce");
+                        self.obs.connected(&name, Side::Target, false);
                         break;
                     }
                 }
