@@ -24,7 +24,7 @@ use crate::replicate::store::now_ms;
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
 /// Largest number of headers accepted.
 pub const MAX_HEADERS: usize = 64;
-/// Time allowed to send the request head.
+/// Time allowed to send the request head, and again to take the answer.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once; more wait to be accepted.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -329,28 +329,38 @@ impl Server {
     }
 
     /// Serves one request on `stream` and closes it. A malformed or oversized request gets
-    /// 400/413; a client that does not finish its request head within [`READ_TIMEOUT`] is
-    /// dropped.
+    /// 400/413; a client that does not send its request head within [`READ_TIMEOUT`], or does
+    /// not take the answer within as long, is dropped.
     pub async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(&self, mut stream: S) {
         let mut buf = Vec::with_capacity(1024);
         let mut chunk = [0u8; 4096];
-        let response = loop {
-            let n = match tokio::time::timeout(READ_TIMEOUT, stream.read(&mut chunk)).await {
-                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
-                Ok(Ok(n)) => n,
-            };
-            buf.extend_from_slice(&chunk[..n]);
-            match parse_request(&buf) {
-                Ok(None) => continue,
-                Ok(Some(req)) => break self.route(&req),
-                Err(ParseError::TooLarge) => break Response::error(413, "request head too large"),
-                Err(ParseError::Malformed(why)) => {
-                    break Response::error(400, &format!("malformed request: {why}"))
+        let read = async {
+            loop {
+                let n = match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return None,
+                    Ok(n) => n,
+                };
+                buf.extend_from_slice(&chunk[..n]);
+                match parse_request(&buf) {
+                    Ok(None) => continue,
+                    Ok(Some(req)) => return Some(self.route(&req)),
+                    Err(ParseError::TooLarge) => {
+                        return Some(Response::error(413, "request head too large"))
+                    }
+                    Err(ParseError::Malformed(why)) => {
+                        return Some(Response::error(400, &format!("malformed request: {why}")))
+                    }
                 }
             }
         };
-        let _ = stream.write_all(&response.to_bytes()).await;
-        let _ = stream.shutdown().await;
+        let Ok(Some(response)) = tokio::time::timeout(READ_TIMEOUT, read).await else {
+            return;
+        };
+        let write = async {
+            let _ = stream.write_all(&response.to_bytes()).await;
+            let _ = stream.shutdown().await;
+        };
+        let _ = tokio::time::timeout(READ_TIMEOUT, write).await;
     }
 
     /// Accepts connections on `listener` and samples the flows' series every few seconds,
