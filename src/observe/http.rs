@@ -6,12 +6,13 @@
 //! [`Authorize`] hook checks each request (for example a bearer token) before routing.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use super::api::{FlowGroupsDoc, FlowsDoc, GroupsDoc};
@@ -365,7 +366,25 @@ impl Server {
 
     /// Accepts connections on `listener` and samples the flows' series every few seconds,
     /// until `shutdown` turns true.
-    pub async fn run(self: Arc<Self>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(self: Arc<Self>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+        self.run_with(listener, shutdown, |s| async move { Ok(s) })
+            .await
+    }
+
+    /// [`Server::run`], passing each accepted TCP stream through `wrap` first (for example a
+    /// TLS handshake); a stream `wrap` fails on, or does not finish within [`READ_TIMEOUT`],
+    /// is dropped.
+    pub async fn run_with<W, Fut, S>(
+        self: Arc<Self>,
+        listener: TcpListener,
+        mut shutdown: watch::Receiver<bool>,
+        wrap: W,
+    ) where
+        W: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::io::Result<S>> + Send + 'static,
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let wrap = Arc::new(wrap);
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let mut tick = tokio::time::interval(Duration::from_millis(SAMPLE_EVERY_MS as u64));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -387,9 +406,14 @@ impl Server {
                         return;
                     };
                     let me = self.clone();
+                    let wrap = wrap.clone();
                     tokio::spawn(async move {
                         tracing::trace!(%peer, "status server: connection");
-                        me.serve_connection(stream).await;
+                        match tokio::time::timeout(READ_TIMEOUT, wrap(stream)).await {
+                            Ok(Ok(s)) => me.serve_connection(s).await,
+                            Ok(Err(e)) => tracing::debug!(%peer, "status server: {e}"),
+                            Err(_) => tracing::debug!(%peer, "status server: stream setup timed out"),
+                        }
                         drop(permit);
                     });
                 }
@@ -564,6 +588,34 @@ mod tests {
             headers: vec![("authorization".into(), "Bearer ok".into())],
         });
         assert_eq!(r.status, 200);
+    }
+
+    #[tokio::test]
+    async fn serves_tcp_through_the_wrap_hook_until_shutdown() {
+        let (s, _tx) = server();
+        let (listener, addr) = bind("127.0.0.1:0").unwrap();
+        let wrapped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = wrapped.clone();
+        let (stop, shutdown) = watch::channel(false);
+        let task = tokio::spawn(Arc::new(s).run_with(listener, shutdown, move |stream| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move { Ok(stream) }
+        }));
+        let addr = addr.to_string();
+        let (code, body) = super::super::client::get(&addr, "/health", Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(
+            (code, String::from_utf8(body).unwrap().contains("up")),
+            (200, true)
+        );
+        let (code, _) = super::super::client::get(&addr, "/nope", Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(code, 404);
+        assert_eq!(wrapped.load(std::sync::atomic::Ordering::SeqCst), 2);
+        stop.send(true).unwrap();
+        task.await.unwrap();
     }
 
     #[tokio::test]
