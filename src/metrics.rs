@@ -117,7 +117,8 @@ enum Value {
 struct Family {
     help: &'static str,
     kind: Kind,
-    series: BTreeMap<Labels, Value>,
+    /// By rendered label text (`k="v",...`, escaped), with the labels themselves.
+    series: BTreeMap<String, (Labels, Value)>,
 }
 
 /// Metric families by name. Share it behind an `Arc`; every method takes `&self`.
@@ -128,6 +129,36 @@ pub struct Registry {
 
 fn owned(labels: &[(&'static str, &str)]) -> Labels {
     labels.iter().map(|(k, v)| (*k, v.to_string())).collect()
+}
+
+/// The label text of a series, `k="v",...` with values escaped: the series' key.
+fn key(labels: &[(&'static str, &str)]) -> String {
+    let mut s = String::with_capacity(labels.iter().map(|(k, v)| k.len() + v.len() + 4).sum());
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(k);
+        s.push_str("=\"");
+        escape_into(&mut s, v);
+        s.push('"');
+    }
+    s
+}
+
+impl Family {
+    /// The value of the series with `labels`, created with `new` if absent.
+    fn series_mut(
+        &mut self,
+        labels: &[(&'static str, &str)],
+        new: impl FnOnce() -> Value,
+    ) -> &mut Value {
+        &mut self
+            .series
+            .entry(key(labels))
+            .or_insert_with(|| (owned(labels), new()))
+            .1
+    }
 }
 
 impl Registry {
@@ -166,7 +197,7 @@ impl Registry {
         v: u64,
     ) {
         self.with(name, help, Kind::Counter, |f| {
-            match f.series.entry(owned(labels)).or_insert(Value::Counter(0)) {
+            match f.series_mut(labels, || Value::Counter(0)) {
                 Value::Counter(c) => *c += v,
                 other => *other = Value::Counter(v),
             }
@@ -182,7 +213,7 @@ impl Registry {
         v: f64,
     ) {
         self.with(name, help, Kind::Gauge, |f| {
-            f.series.insert(owned(labels), Value::Gauge(v));
+            *f.series_mut(labels, || Value::Gauge(v)) = Value::Gauge(v);
         });
     }
 
@@ -196,10 +227,7 @@ impl Registry {
         v: f64,
     ) {
         self.with(name, help, Kind::Histogram, |f| {
-            let value = f
-                .series
-                .entry(owned(labels))
-                .or_insert_with(|| Value::Histogram(Histogram::new(bounds)));
+            let value = f.series_mut(labels, || Value::Histogram(Histogram::new(bounds)));
             match value {
                 Value::Histogram(h) => h.observe(v),
                 other => {
@@ -215,7 +243,7 @@ impl Registry {
     pub fn remove_matching(&self, name: &'static str, matching: &[(&'static str, &str)]) {
         let mut families = self.families.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = families.get_mut(name) {
-            f.series.retain(|labels, _| {
+            f.series.retain(|_, (labels, _)| {
                 !matching
                     .iter()
                     .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
@@ -228,7 +256,8 @@ impl Registry {
         let families = self.families.lock().unwrap_or_else(|p| p.into_inner());
         match families
             .get(name)
-            .and_then(|f| f.series.get(&owned(labels)))
+            .and_then(|f| f.series.get(key(labels).as_str()))
+            .map(|(_, v)| v)
         {
             Some(Value::Counter(c)) => *c,
             _ => 0,
@@ -240,7 +269,8 @@ impl Registry {
         let families = self.families.lock().unwrap_or_else(|p| p.into_inner());
         match families
             .get(name)
-            .and_then(|f| f.series.get(&owned(labels)))
+            .and_then(|f| f.series.get(key(labels).as_str()))
+            .map(|(_, v)| v)
         {
             Some(Value::Histogram(h)) => Some(h.clone()),
             _ => None,
@@ -254,7 +284,7 @@ impl Registry {
         for (name, f) in families.iter() {
             let _ = writeln!(out, "# HELP {name} {}", escape_help(f.help));
             let _ = writeln!(out, "# TYPE {name} {}", f.kind.as_str());
-            for (labels, value) in &f.series {
+            for (labels, (_, value)) in &f.series {
                 match value {
                     Value::Counter(c) => {
                         let _ = writeln!(out, "{name}{} {c}", label_text(labels, None));
@@ -306,33 +336,17 @@ pub fn number(v: f64) -> String {
     }
 }
 
-fn label_text(labels: &Labels, le: Option<&str>) -> String {
-    if labels.is_empty() && le.is_none() {
-        return String::new();
+/// `{labels}` or `{labels,le="..."}` from a series key (empty without labels).
+fn label_text(key: &str, le: Option<&str>) -> String {
+    match (key.is_empty(), le) {
+        (true, None) => String::new(),
+        (true, Some(le)) => format!("{{le=\"{le}\"}}"),
+        (false, None) => format!("{{{key}}}"),
+        (false, Some(le)) => format!("{{{key},le=\"{le}\"}}"),
     }
-    let mut s = String::from("{");
-    let mut first = true;
-    for (k, v) in labels
-        .iter()
-        .map(|(k, v)| (*k, v.as_str()))
-        .chain(le.map(|le| ("le", le)))
-    {
-        if !first {
-            s.push(',');
-        }
-        first = false;
-        s.push_str(k);
-        s.push_str("=\"");
-        s.push_str(&escape_label(v));
-        s.push('"');
-    }
-    s.push('}');
-    s
 }
 
-/// Escapes a label value: backslash, double quote and newline.
-pub fn escape_label(v: &str) -> String {
-    let mut s = String::with_capacity(v.len());
+fn escape_into(s: &mut String, v: &str) {
     for c in v.chars() {
         match c {
             '\\' => s.push_str("\\\\"),
@@ -341,6 +355,12 @@ pub fn escape_label(v: &str) -> String {
             c => s.push(c),
         }
     }
+}
+
+/// Escapes a label value: backslash, double quote and newline.
+pub fn escape_label(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    escape_into(&mut s, v);
     s
 }
 

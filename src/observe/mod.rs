@@ -14,7 +14,7 @@ pub mod http;
 pub mod series;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::metrics::{Histogram, Kind, Registry, LATENCY_BUCKETS};
@@ -87,8 +87,8 @@ struct Checkpointed {
 
 #[derive(Debug)]
 struct FlowFacts {
-    source: String,
-    target: String,
+    source: Arc<str>,
+    target: Arc<str>,
     source_connected: bool,
     target_connected: bool,
     stopped: Option<String>,
@@ -103,8 +103,8 @@ struct FlowFacts {
 impl FlowFacts {
     fn new(source: &str, target: &str) -> FlowFacts {
         FlowFacts {
-            source: source.to_string(),
-            target: target.to_string(),
+            source: Arc::from(source),
+            target: Arc::from(target),
             source_connected: false,
             target_connected: false,
             stopped: None,
@@ -174,11 +174,11 @@ impl Observer {
         f(&mut flows)
     }
 
-    fn ends(&self, flow: &str) -> (String, String) {
+    fn ends(&self, flow: &str) -> (Arc<str>, Arc<str>) {
         self.facts(|f| {
             f.get(flow)
                 .map(|x| (x.source.clone(), x.target.clone()))
-                .unwrap_or_default()
+                .unwrap_or_else(|| (Arc::from(""), Arc::from("")))
         })
     }
 
@@ -283,13 +283,13 @@ impl Observer {
                 }
                 (x.source.clone(), x.target.clone())
             }
-            None => Default::default(),
+            None => (Arc::from(""), Arc::from("")),
         });
         let p = partition.to_string();
         let labels = [
             ("flow", flow),
-            ("source", source.as_str()),
-            ("target", target.as_str()),
+            ("source", &source),
+            ("target", &target),
             ("topic", topic),
             ("partition", p.as_str()),
         ];
@@ -527,7 +527,7 @@ fn flow_doc(s: &FlowStatus, facts: Option<&FlowFacts>, with_series: bool) -> Flo
     }
     let latest = facts.and_then(|x| x.series.latest());
     let (source, target) = match facts {
-        Some(x) => (x.source.clone(), x.target.clone()),
+        Some(x) => (x.source.to_string(), x.target.to_string()),
         None => match s.name.split_once("->") {
             Some((a, b)) => (a.to_string(), b.to_string()),
             None => (s.name.clone(), String::new()),
