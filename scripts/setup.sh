@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what strait's build and tests need on a fresh Debian machine (idempotent):
 # - Debian packages to build librdkafka from source (the rdkafka dev-dependency, cmake-build);
+# - chromium, the headless browser of the status page test (tests/observe.rs);
 # - nisshi, the Kafka-compatible test broker, into ~/.cargo/bin (about 15 minutes the first time).
 set -euo pipefail
 
 NISSHI_VERSION=0.8.1
-packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev)
+packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev chromium)
 
 missing=()
 for p in "${packages[@]}"; do

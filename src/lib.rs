@@ -6,6 +6,7 @@
 //! - [`client`]: the async shell (connections, broker pool, metadata, typed requests).
 //! - [`sasl`], [`tls`], [`secret`]: secure clusters (SASL PLAIN/SCRAM, TLS, secrets kept out of
 //!   logs and messages).
+//! - [`metrics`], [`observe`]: metrics, the REST API, the status page and its HTTP server.
 //!
 //! The library never owns the process: no global state, no printing, no `exit`.
 
@@ -15,9 +16,11 @@ pub mod config;
 pub mod error;
 pub mod filter;
 pub mod forward;
+pub mod metrics;
 pub mod mirror;
 pub mod mm2;
 pub mod naming;
+pub mod observe;
 pub mod offsets;
 pub mod protocol;
 pub mod records;

@@ -34,6 +34,7 @@ fn main() -> std::process::ExitCode {
             Command::Failover(args) => cli::offsets::failover(args).await.map(|s| print!("{s}")),
             Command::Mirror(args) => cli::mirror::run(args).await.map(|s| print!("{s}")),
             Command::Members(args) => cli::members::run(args).await.map(|s| print!("{s}")),
+            Command::Status(args) => cli::status::run(args).await.map(|s| print!("{s}")),
         }
     });
     match result {

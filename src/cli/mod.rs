@@ -8,6 +8,7 @@ pub mod mirror;
 pub mod offsets;
 pub mod probe;
 pub mod run;
+pub mod status;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -58,6 +59,9 @@ pub enum Command {
     Mirror(mirror::MirrorArgs),
     /// The instances sharing each target cluster's work, and who owns what.
     Members(members::MembersArgs),
+    /// What a running instance is doing (from its `http` address): flows, topics with lag and
+    /// rate, group checkpoints, and catch-up progress.
+    Status(status::StatusArgs),
 }
 
 /// Sets up `tracing` for the binary.

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -19,6 +19,7 @@ use kafka_protocol::protocol::{Decodable, Request, StrBytes};
 
 use super::connection::{Connection, ConnectionConfig};
 use crate::error::{Error, ErrorKind, Result};
+use crate::observe::Observer;
 use crate::protocol::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
 use crate::protocol::frame::{encode_request, response_body};
 use crate::protocol::metadata::{self, BrokerMeta, MetadataResponse, TopicMeta};
@@ -48,6 +49,8 @@ pub struct ClusterConfig {
     pub retry_backoff: Duration,
     /// Largest backoff.
     pub retry_backoff_max: Duration,
+    /// Where request latencies and retries are reported, if anywhere.
+    pub observer: Option<Arc<Observer>>,
 }
 
 impl ClusterConfig {
@@ -64,6 +67,7 @@ impl ClusterConfig {
             retries: 8,
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(5),
+            observer: None,
         }
     }
 }
@@ -260,10 +264,12 @@ impl Cluster {
         let meta = conn.meta(key, version);
         let id = meta.correlation_id;
         let frame = encode_request(&meta, req).map_err(Error::invalid)?;
+        let started = Instant::now();
         let bytes = conn
             .send_frame(id, frame, timeout)
             .await
             .map_err(|e| self.ctx(e))?;
+        self.observe_request(key, started);
         let mut body = response_body(bytes, key, version).map_err(|e| self.ctx(e.into()))?;
         let mut rest: Bytes = body_rest(&mut body);
         let resp = R::Response::decode(&mut rest, version).map_err(|e| {
@@ -273,6 +279,12 @@ impl Cluster {
             .broker_addr(conn.addr())
         })?;
         Ok((version, resp))
+    }
+
+    fn observe_request(&self, key: ApiKey, started: Instant) {
+        if let Some(o) = &self.config.observer {
+            o.request(&self.config.name, &format!("{key:?}"), started.elapsed());
+        }
     }
 
     /// The version of `key` both sides support, as negotiated with any broker.
@@ -297,6 +309,9 @@ impl Cluster {
                 Ok(v) => return Ok(v),
                 Err(e) if e.is_retriable() && attempt < self.config.retries => {
                     attempt += 1;
+                    if let Some(o) = &self.config.observer {
+                        o.retry(&self.config.name, what);
+                    }
                     tracing::debug!(cluster = %self.config.name, %what, attempt, error = %e, "retrying");
                     if e.code().is_none_or(error_code::needs_metadata_refresh) {
                         let _ = self.metadata(Some(&[])).await;
@@ -318,10 +333,12 @@ impl Cluster {
         let meta = conn.meta(ApiKey::Metadata, version);
         let id = meta.correlation_id;
         let frame = encode_request(&meta, &metadata::request(topics)).map_err(Error::invalid)?;
+        let started = Instant::now();
         let bytes = conn
             .send_frame(id, frame, self.config.connection.request_timeout)
             .await
             .map_err(|e| self.ctx(e))?;
+        self.observe_request(ApiKey::Metadata, started);
         let body =
             response_body(bytes, ApiKey::Metadata, version).map_err(|e| self.ctx(e.into()))?;
         let resp = metadata::decode_response(body, version)
@@ -486,10 +503,12 @@ impl Cluster {
             encode_request(&meta, &fetch::request(parts, limits)).map_err(Error::invalid)?;
         let timeout = self.config.connection.request_timeout
             + Duration::from_millis(limits.max_wait_ms.max(0) as u64);
+        let started = Instant::now();
         let bytes = conn
             .send_frame(id, frame, timeout)
             .await
             .map_err(|e| self.ctx(e))?;
+        self.observe_request(ApiKey::Fetch, started);
         let body = response_body(bytes, ApiKey::Fetch, version).map_err(|e| self.ctx(e.into()))?;
         let resp = fetch::decode_response(body, version)
             .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))?;
@@ -514,10 +533,12 @@ impl Cluster {
         let frame = produce::encode_request(&meta, settings, topics);
         let timeout = self.config.connection.request_timeout
             + Duration::from_millis(settings.timeout_ms.max(0) as u64);
+        let started = Instant::now();
         let bytes = conn
             .send_frame(id, frame, timeout)
             .await
             .map_err(|e| self.ctx(e))?;
+        self.observe_request(ApiKey::Produce, started);
         let body =
             response_body(bytes, ApiKey::Produce, version).map_err(|e| self.ctx(e.into()))?;
         produce::decode_response(body, version)
@@ -584,8 +605,11 @@ impl Cluster {
         let meta = conn.meta(ApiKey::Produce, version);
         let id = meta.correlation_id;
         let frame = produce::encode_request(&meta, settings, topics);
+        let started = Instant::now();
         let response = conn.start(id, frame).await.map_err(|e| self.ctx(e))?;
         Ok(PendingProduce {
+            started,
+            observer: self.config.observer.clone(),
             response,
             version,
             timeout: self.config.connection.request_timeout
@@ -804,6 +828,8 @@ impl Cluster {
 /// A Produce request in flight.
 #[derive(Debug)]
 pub struct PendingProduce {
+    started: Instant,
+    observer: Option<Arc<Observer>>,
     response: super::connection::PendingResponse,
     version: i16,
     timeout: Duration,
@@ -819,6 +845,9 @@ impl PendingProduce {
             .wait(self.timeout)
             .await
             .map_err(|e| e.cluster(&self.cluster))?;
+        if let Some(o) = &self.observer {
+            o.request(&self.cluster, "Produce", self.started.elapsed());
+        }
         let body = response_body(bytes, ApiKey::Produce, self.version).map_err(|e| {
             Error::from(e)
                 .cluster(&self.cluster)

@@ -499,6 +499,11 @@ impl RewrittenBatch {
     pub fn base_sequence(&self) -> i32 {
         be_i32(&self.header, BASE_SEQUENCE)
     }
+    /// The `maxTimestamp` (unchanged by rewrites): the newest record's timestamp, or the
+    /// broker's append time for LogAppendTime batches.
+    pub fn max_timestamp(&self) -> i64 {
+        be_i64(&self.header, MAX_TIMESTAMP)
+    }
 }
 
 #[cfg(test)]
@@ -573,6 +578,7 @@ mod tests {
         assert_eq!(rebuilt.producer_id(), 9);
         assert_eq!(rebuilt.base_sequence(), 100);
         assert_eq!(rebuilt.base_offset(), 0);
+        assert_eq!(out.max_timestamp(), 1_700_000_000_000);
         assert_eq!(out.records, batch.records_region());
     }
 

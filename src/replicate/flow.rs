@@ -29,6 +29,7 @@ use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets
 use crate::mirror::{offsets_mode, GroupFilters, MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
+use crate::observe::{Observer, Side};
 use crate::offsets::{OffsetMap, Translation};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
@@ -119,6 +120,8 @@ pub struct Flow {
     /// When both clusters last answered, and the last problem reaching them.
     health: (Instant, Option<String>),
     next_health: Instant,
+    /// Where metrics go.
+    obs: Arc<Observer>,
 }
 
 /// The mirror side of a flow (`mode = "mirror"`).
@@ -203,6 +206,7 @@ impl Flow {
             wanted_items: Default::default(),
             health: (Instant::now(), None),
             next_health: Instant::now(),
+            obs: Arc::new(Observer::new()),
         }
     }
 
@@ -345,6 +349,12 @@ impl Flow {
         self.mirror.is_none()
     }
 
+    /// Reports metrics and facts to `obs` (by default to an observer nobody reads).
+    pub fn with_observer(mut self, obs: Arc<Observer>) -> Flow {
+        self.obs = obs;
+        self
+    }
+
     fn name(&self) -> String {
         self.cfg.name()
     }
@@ -367,6 +377,7 @@ impl Flow {
                 Ok(()) => break,
                 Err(e) => {
                     tracing::error!(flow = %name, "setup failed, retrying: {e}");
+                    self.obs.error(&name, "setup");
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_secs(2)) => {}
                         _ = shutdown.changed() => return Ok(()),
@@ -392,6 +403,7 @@ impl Flow {
                 tracing::debug!(flow = %name, "refreshing topics");
                 if let Err(e) = self.refresh_topics().await {
                     tracing::error!(flow = %name, "topic refresh failed: {e}");
+                    self.obs.error(&name, "topic_refresh");
                 }
                 next_refresh = now + self.cfg.refresh_topics_interval;
             }
@@ -406,16 +418,24 @@ impl Flow {
                 && self.may_write()
                 && now >= next_heartbeat
             {
-                if let Err(e) = self.heartbeat().await {
+                let beat = self.heartbeat().await;
+                self.obs.connected(&name, Side::Target, beat.is_ok());
+                if let Err(e) = beat {
                     tracing::warn!(flow = %name, "heartbeat failed: {e}");
+                    self.obs.error(&name, "heartbeat");
                 }
                 next_heartbeat = now + self.cfg.heartbeat_interval;
             }
             tracing::trace!(flow = %name, "fetch round");
             let fetched = match self.fetch_round().await {
-                Ok(n) => n,
+                Ok(n) => {
+                    self.obs.connected(&name, Side::Source, true);
+                    n
+                }
                 Err(e) => {
                     tracing::warn!(flow = %name, "fetch round failed: {e}");
+                    self.obs.error(&name, "fetch");
+                    self.obs.connected(&name, Side::Source, false);
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     0
                 }
@@ -424,9 +444,11 @@ impl Flow {
             while self.in_flight.len() < MAX_IN_FLIGHT {
                 match self.send_round().await {
                     Ok(0) => break,
-                    Ok(_) => {}
+                    Ok(_) => self.obs.connected(&name, Side::Target, true),
                     Err(e) => {
                         tracing::warn!(flow = %name, "produce failed: {e}");
+                        self.obs.error(&name, "produce");
+                        self.obs.connected(&name, Side::Target, false);
                         break;
                     }
                 }
@@ -437,6 +459,7 @@ impl Flow {
             if Instant::now() >= next_flush {
                 if let Err(e) = self.flush_progress().await {
                     tracing::warn!(flow = %name, "progress write failed: {e}");
+                    self.obs.error(&name, "progress");
                 }
                 next_flush = Instant::now() + Duration::from_secs(1);
             }
@@ -448,6 +471,7 @@ impl Flow {
             {
                 if let Err(e) = self.checkpoints().await {
                     tracing::warn!(flow = %name, "checkpoints failed: {e}");
+                    self.obs.error(&name, "checkpoint");
                 }
                 let every = if self.cfg.emit_checkpoints {
                     self.cfg.checkpoint_interval
@@ -463,6 +487,7 @@ impl Flow {
             {
                 if let Err(e) = self.offset_syncs().await {
                     tracing::warn!(flow = %name, "offset syncs failed: {e}");
+                    self.obs.error(&name, "offset_sync");
                 }
                 next_sync = Instant::now() + self.cfg.offset_sync_interval;
             }
@@ -1027,13 +1052,17 @@ impl Flow {
                             self.source.invalidate(&key.0);
                         }
                         tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: fetch error {}", key.0, key.1, st.planner.next_offset(), error_code::name(code));
+                        self.obs.retry(&src_name, "fetch_partition");
                         continue;
                     }
                 }
                 let at = st.planner.next_offset();
                 match st.planner.plan(&p) {
                     Ok(plan) => {
+                        let now = store::now_ms();
                         for out in plan.outgoing {
+                            self.obs
+                                .batch_fetched(&name, &key.0, out.batch.max_timestamp(), now);
                             st.queued_bytes += out.batch.len();
                             st.queue.push_back(out);
                             planned += 1;
@@ -1049,6 +1078,7 @@ impl Flow {
                     Err(e) => {
                         let msg = format!("cluster {src_name}, topic {}, partition {}, offset {at}: {e}; partition stopped", key.0, key.1);
                         tracing::error!(flow = %name, "{msg}");
+                        self.obs.error(&name, "plan");
                         st.failed = Some(msg);
                     }
                 }
@@ -1148,6 +1178,7 @@ impl Flow {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(flow = %name, "produce request failed, resending: {e}");
+                self.obs.retry(&tgt, "produce_request");
                 for (k, epoch) in &f.members {
                     if let Some(st) = self.parts.get_mut(k) {
                         if st.epoch == *epoch {
@@ -1217,6 +1248,16 @@ impl Flow {
                     }
                     st.records += n as u64;
                     st.bytes += out.batch.len() as u64;
+                    self.obs.batch_acked(
+                        &name,
+                        &st.source_topic,
+                        k.1,
+                        n as u64,
+                        out.batch.len() as u64,
+                        out.batch.max_timestamp(),
+                        self.policy.is_heartbeats_topic(&st.source_topic),
+                        store::now_ms(),
+                    );
                     if let Some(msg) = broken {
                         tracing::error!(flow = %name, "{msg}");
                         st.failed = Some(msg.clone());
@@ -1237,6 +1278,7 @@ impl Flow {
                         message.map(|m| format!(" ({m})")).unwrap_or_default()
                     );
                     tracing::error!(flow = %name, "{msg}");
+                    self.obs.error(&name, "produce_refused");
                     st.failed = Some(msg);
                     st.in_flight = 0;
                     st.epoch += 1;
@@ -1249,6 +1291,7 @@ impl Flow {
                         self.target.invalidate(&st.target_topic);
                     }
                     tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: produce error {}, resending", st.target_topic, k.1, error_code::name(code));
+                    self.obs.retry(&tgt, "produce_partition");
                     st.in_flight = 0;
                     st.epoch += 1;
                 }
@@ -1625,6 +1668,7 @@ impl Flow {
     /// flow cluster_b -> cluster_a) go back through the reverse flow's maps, stored in the
     /// source cluster.
     async fn checkpoints(&mut self) -> Result<()> {
+        let started = Instant::now();
         let (src, dst) = (
             self.source.name().to_string(),
             self.target.name().to_string(),
@@ -1734,6 +1778,12 @@ impl Flow {
                 (c.upstream_offset, c.downstream_offset),
             );
         }
+        self.obs.checkpoint_pass(
+            &self.name(),
+            started.elapsed(),
+            &self.checkpointed,
+            store::now_ms(),
+        );
         Ok(())
     }
 
@@ -1850,7 +1900,7 @@ impl Flow {
                 match sync.encode_key() {
                     Ok(k) => records.push((Bytes::from(k), Some(Bytes::from(sync.encode_value())))),
                     Err(e) => {
-                        tracing::warn!(topic = %st.source_topic, "cannot encode offset sync: {e}")
+                        tracing::warn!(flow = %self.name(), topic = %st.source_topic, partition = st.partition, "cannot encode offset sync: {e}")
                     }
                 }
                 changed.push((k.clone(), delta));
@@ -1875,6 +1925,10 @@ impl Flow {
     }
 
     fn publish_status(&self) {
+        self.obs.buffered(
+            &self.name(),
+            self.parts.values().map(|p| p.queued_bytes as u64).sum(),
+        );
         let parts = self
             .parts
             .values()

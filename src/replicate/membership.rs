@@ -319,7 +319,8 @@ pub async fn run(
     let heartbeat_every = (cfg.timings.session_timeout / 5).min(Duration::from_secs(1));
     let mut member_id = String::new();
     let mut client: Option<GroupClient<'_>> = None;
-    'outer: while !*shutdown.borrow() {
+    // Ends on shutdown, or when every flow stopped by itself (for example a refused password).
+    'outer: while !*shutdown.borrow() && !own.all_done(&cfg.flows) {
         // Join only once every flow knows what exists and can reach its clusters.
         if !own.reported(&cfg.flows) || own.unhealthy().is_some() {
             tokio::select! {
@@ -426,7 +427,7 @@ pub async fn run(
             }
             // On shutdown keep heartbeating (so the lease holds) until the flows have drained
             // and stored their progress.
-            if *shutdown.borrow() && own.all_done(&cfg.flows) {
+            if own.all_done(&cfg.flows) {
                 break 'outer;
             }
             if let Some(why) = own.unhealthy() {

@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use crate::client::{Cluster, ClusterConfig, ConnectionConfig, TlsClient};
 use crate::config::{ClusterSettings, Config};
 use crate::error::{Error, Result};
+use crate::observe::{self, Observer, Side};
 use status::FlowStatus;
 
 /// Client settings for a configured cluster. With TLS, reads the CA, certificate and key files
@@ -85,11 +86,23 @@ pub async fn connect(
     alias: &str,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Option<Arc<Cluster>>> {
+    connect_observed(config, alias, shutdown, None).await
+}
+
+/// [`connect`], reporting the cluster's requests to `observer`.
+pub async fn connect_observed(
+    config: &Config,
+    alias: &str,
+    shutdown: &mut watch::Receiver<bool>,
+    observer: Option<Arc<Observer>>,
+) -> Result<Option<Arc<Cluster>>> {
     let settings = cluster_settings(config, alias)?;
     let client = cluster_config(settings)?;
     let mut backoff = Duration::from_millis(500);
     loop {
-        match Cluster::connect(client.clone()).await {
+        let mut cfg = client.clone();
+        cfg.observer = observer.clone();
+        match Cluster::connect(cfg).await {
             Ok(c) => return Ok(Some(Arc::new(c))),
             Err(e) if e.is_security() => return Err(e.cluster(alias)),
             Err(e) => {
@@ -110,6 +123,10 @@ pub struct Engine {
     pub status: BTreeMap<String, watch::Receiver<FlowStatus>>,
     /// Ends when every flow stopped; the first error, if any.
     pub done: tokio::task::JoinHandle<Result<()>>,
+    /// Metrics and facts the flows report.
+    pub observer: Arc<Observer>,
+    /// Where the status page, `/metrics` and the REST API are served, when `http` is set.
+    pub http: Option<std::net::SocketAddr>,
 }
 
 /// Starts every enabled flow of `config`; they run until `shutdown` turns true.
@@ -139,13 +156,26 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             config.origin
         );
     }
-    if let Some(http) = &config.http {
-        tracing::warn!(
-            "{}: http = {:?}: the status API is not served by this version; ignored",
-            config.origin,
-            http.addr
-        );
-    }
+    let listener = match &config.http {
+        Some(h) => {
+            let bound = observe::http::bind(&h.addr).map_err(|e| {
+                Error::invalid(format!(
+                    "{}: http = {:?}: cannot listen: {e}",
+                    config.origin, h.addr
+                ))
+            })?;
+            let tls = match (&h.tls_cert, &h.tls_key) {
+                (Some(cert), Some(key)) => Some(
+                    crate::tls::server_config(cert, key)
+                        .map_err(|e| Error::invalid(format!("{}: http TLS: {e}", config.origin)))?,
+                ),
+                _ => None,
+            };
+            Some((bound, tls, h.token.clone()))
+        }
+        None => None,
+    };
+    let observer = Arc::new(Observer::new());
     let config = Arc::new(config);
     // Scale-out: one group membership per target cluster; its flows run only what it owns.
     let mut owners: BTreeMap<String, Arc<membership::Ownership>> = BTreeMap::new();
@@ -187,35 +217,82 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             partitions: Vec::new(),
         });
         status.insert(flow.name(), rx);
+        observer.register_flow(&flow.name(), &flow.source, &flow.target);
         let mut shutdown = shutdown.clone();
         let config = config.clone();
+        let obs = observer.clone();
         tasks.spawn(async move {
             let name = flow.name();
             let result = async {
-                let Some(source) = connect(&config, &flow.source, &mut shutdown).await? else {
+                let o = Some(obs.clone());
+                let Some(source) =
+                    connect_observed(&config, &flow.source, &mut shutdown, o).await?
+                else {
                     return Ok(());
                 };
-                let Some(target) = connect(&config, &flow.target, &mut shutdown).await? else {
+                obs.connected(&name, Side::Source, true);
+                let o = Some(obs.clone());
+                let Some(target) =
+                    connect_observed(&config, &flow.target, &mut shutdown, o).await?
+                else {
                     return Ok(());
                 };
+                obs.connected(&name, Side::Target, true);
                 let rf = config
                     .clusters
                     .get(&flow.target)
                     .map(|c| c.replication_factor)
                     .unwrap_or(-1);
-                let mut f = flow::Flow::new(flow, source, target, reverse, rf, tx);
+                let mut f = flow::Flow::new(flow, source, target, reverse, rf, tx)
+                    .with_observer(obs.clone());
                 if let Some(own) = &own {
                     f = f.with_ownership(own.clone());
                 }
                 f.run(shutdown).await
             }
             .await;
+            obs.stopped(&name, result.as_ref().err().map(|e| e.to_string()));
             if let Some(own) = &own {
                 own.flow_done(&name);
             }
             result
         });
     }
+    let http = match listener {
+        Some(((listener, local), tls, token)) => {
+            let mut server = observe::http::Server::new(observer.clone(), status.clone());
+            if let Some(token) = token {
+                server = server.with_authorize(Arc::new(move |req: &observe::http::Request| {
+                    if crate::tls::bearer_token_matches(req.header("authorization"), &token) {
+                        Ok(())
+                    } else {
+                        Err(observe::http::Response::error(
+                            401,
+                            "a bearer token is required (Authorization: Bearer ...)",
+                        ))
+                    }
+                }));
+            }
+            let server = Arc::new(server);
+            let scheme = match tls {
+                Some(cfg) => {
+                    let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+                    tokio::spawn(server.run_with(listener, shutdown.clone(), move |s| {
+                        let acceptor = acceptor.clone();
+                        async move { acceptor.accept(s).await }
+                    }));
+                    "https"
+                }
+                None => {
+                    tokio::spawn(server.run(listener, shutdown.clone()));
+                    "http"
+                }
+            };
+            tracing::info!("status page, /metrics and the REST API at {scheme}://{local}/");
+            Some(local)
+        }
+        None => None,
+    };
     let done = tokio::spawn(async move {
         let mut first_error = None;
         while let Some(r) = tasks.join_next().await {
@@ -239,7 +316,12 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             None => Ok(()),
         }
     });
-    Ok(Engine { status, done })
+    Ok(Engine {
+        status,
+        done,
+        observer,
+        http,
+    })
 }
 
 /// Runs every enabled flow of `config` until `shutdown` turns true.
