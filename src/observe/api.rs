@@ -57,6 +57,12 @@ pub struct FlowDoc {
     pub topics: Vec<TopicDoc>,
     /// Consumer groups with checkpoints written by this flow.
     pub groups: Vec<GroupDoc>,
+    /// Mirror flows: the state of each mirror topic.
+    #[serde(default)]
+    pub mirrors: Vec<crate::replicate::status::MirrorStatus>,
+    /// The instances sharing the target cluster's work and what each runs (this flow's part).
+    #[serde(default)]
+    pub members: Vec<crate::replicate::status::MemberStatus>,
     /// Samples of the last minutes, oldest first (only in `/api/status`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<Sample>,

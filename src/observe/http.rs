@@ -499,6 +499,8 @@ mod tests {
         o.register_flow("a->b", "a", "b");
         let (tx, rx) = watch::channel(FlowStatus {
             name: "a->b".into(),
+            mirrors: Vec::new(),
+            members: Vec::new(),
             partitions: vec![PartitionStatus {
                 source_topic: "orders".into(),
                 target_topic: "a.orders".into(),

@@ -551,6 +551,8 @@ fn flow_doc(s: &FlowStatus, facts: Option<&FlowFacts>, with_series: bool) -> Flo
         buffered_bytes: facts.map_or(0, |x| x.buffered),
         topics,
         groups,
+        mirrors: s.mirrors.clone(),
+        members: s.members.clone(),
         series: match (with_series, facts) {
             (true, Some(x)) => x.series.samples().cloned().collect(),
             _ => Vec::new(),
@@ -577,6 +579,8 @@ mod tests {
     fn status(records: u64, source_next: i64, source_end: i64) -> FlowStatus {
         FlowStatus {
             name: "a->b".into(),
+            mirrors: Vec::new(),
+            members: Vec::new(),
             partitions: vec![PartitionStatus {
                 source_topic: "orders".into(),
                 target_topic: "a.orders".into(),

@@ -18,7 +18,7 @@ use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
 use super::mirrors::{self, ControlView};
 use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
-use super::status::{FlowStatus, PartitionStatus};
+use super::status::{FlowStatus, MemberStatus, MirrorStatus, PartitionStatus};
 use super::store;
 use crate::assignment::WorkItem;
 use crate::client::{Cluster, PendingProduce, EARLIEST, LATEST};
@@ -336,6 +336,9 @@ impl Flow {
         self.next_health = Instant::now() + Duration::from_secs(2);
         let src = self.source.metadata(Some(&[])).await;
         let dst = self.target.metadata(Some(&[])).await;
+        let name = self.name();
+        self.obs.connected(&name, Side::Source, src.is_ok());
+        self.obs.connected(&name, Side::Target, dst.is_ok());
         match (src, dst) {
             (Ok(_), Ok(_)) => self.health = (Instant::now(), None),
             (Err(e), _) => self.health.1 = Some(format!("cluster {}: {e}", self.source.name())),
@@ -1944,9 +1947,66 @@ impl Flow {
                 failed: st.failed.clone(),
             })
             .collect();
+        let mirrors = self
+            .mirror
+            .as_ref()
+            .map(|m| {
+                let mut v: Vec<MirrorStatus> = m
+                    .view
+                    .records
+                    .values()
+                    .map(|r| {
+                        let mut ms = MirrorStatus {
+                            topic: r.topic.clone(),
+                            link: r.link.clone(),
+                            state: r.state.as_str().to_string(),
+                            stopped_partitions: r
+                                .diverged
+                                .iter()
+                                .map(|(p, w)| (*p, w.clone()))
+                                .collect(),
+                            ..MirrorStatus::default()
+                        };
+                        for st in self.parts.values().filter(|st| st.source_topic == r.topic) {
+                            match offsets_mode(&st.map, r.created_by_strait) {
+                                OffsetsMode::Identical => {
+                                    ms.identical_partitions.push(st.partition)
+                                }
+                                mode => ms.mapped_partitions.push((st.partition, mode.to_string())),
+                            }
+                        }
+                        ms
+                    })
+                    .collect();
+                v.sort_by(|a, b| a.topic.cmp(&b.topic));
+                v
+            })
+            .unwrap_or_default();
+        let members = match &self.ownership {
+            None => Vec::new(),
+            Some(own) => {
+                let me = own.status();
+                let flow = self.name();
+                me.members
+                    .iter()
+                    .map(|(id, (inst, items))| MemberStatus {
+                        member_id: id.clone(),
+                        instance: inst.clone(),
+                        this_instance: *id == me.member_id,
+                        partitions: items
+                            .iter()
+                            .filter(|i| i.flow() == flow && matches!(i, WorkItem::Partition { .. }))
+                            .count(),
+                        duties: items.contains(&self.duties_item()),
+                    })
+                    .collect()
+            }
+        };
         self.status.send_replace(FlowStatus {
             name: self.name(),
             partitions: parts,
+            mirrors,
+            members,
         });
     }
 }

@@ -214,7 +214,7 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
             .any(|f| f.enabled && f.source == flow.target && f.target == flow.source);
         let (tx, rx) = watch::channel(FlowStatus {
             name: flow.name(),
-            partitions: Vec::new(),
+            ..FlowStatus::default()
         });
         status.insert(flow.name(), rx);
         observer.register_flow(&flow.name(), &flow.source, &flow.target);

@@ -37,4 +37,40 @@ pub struct FlowStatus {
     pub name: String,
     /// Its partitions.
     pub partitions: Vec<PartitionStatus>,
+    /// Mirror flows: the state of each mirror topic.
+    pub mirrors: Vec<MirrorStatus>,
+    /// Scale-out: the instances sharing this flow's target cluster, and what each runs.
+    pub members: Vec<MemberStatus>,
+}
+
+/// One mirror topic of a mirror flow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MirrorStatus {
+    /// Topic (same name on both sides).
+    pub topic: String,
+    /// Link name.
+    pub link: String,
+    /// `active`, `paused`, `promoting`, `promoted` or `failed_over`.
+    pub state: String,
+    /// Partitions whose offsets equal the source's.
+    pub identical_partitions: Vec<i32>,
+    /// Partitions whose offsets are mapped, and why.
+    pub mapped_partitions: Vec<(i32, String)>,
+    /// Partitions stopped because something else wrote into the topic, and why.
+    pub stopped_partitions: Vec<(i32, String)>,
+}
+
+/// One instance of the group sharing a target cluster's work.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemberStatus {
+    /// Group member id.
+    pub member_id: String,
+    /// Host and process id.
+    pub instance: String,
+    /// Whether it is this process.
+    pub this_instance: bool,
+    /// Partitions of this flow it was assigned.
+    pub partitions: usize,
+    /// Whether it does this flow's flow-wide duties.
+    pub duties: bool,
 }
