@@ -116,6 +116,22 @@ fn consume_and_commit(bootstrap: &str, group: &str, topic: &str, n: usize) -> Ve
     out
 }
 
+/// The body of `GET path` from the status server at `addr`.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the status server");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read");
+    raw.split_once("\r\n\r\n")
+        .map(|x| x.1.to_string())
+        .unwrap_or_default()
+}
+
 fn numbers(from: usize, to: usize) -> Vec<TestRecord> {
     (from..=to)
         .map(|i| TestRecord {
@@ -473,10 +489,11 @@ fn pause_resume_and_failover_are_durable_and_taken_up_while_running() {
     let dir = std::env::temp_dir().join(topic_name("mirror-states"));
     std::fs::create_dir_all(&dir).expect("dir");
     let config = dir.join("link.toml");
+    let http = format!("127.0.0.1:{}", support::broker::free_port());
     std::fs::write(
         &config,
         format!(
-            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n\
+            "http = \"{http}\"\n[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n\
              [[flows]]\nsource = \"west\"\ntarget = \"east\"\nmode = \"mirror\"\n\
              topics = [\"orders\", \"payments\"]\nrefresh_topics_interval_secs = 1\n",
             west.bootstrap(),
@@ -514,6 +531,36 @@ fn pause_resume_and_failover_are_durable_and_taken_up_while_running() {
         .collect();
     assert_eq!(row[7], "10", "lag of 10 records: {status}");
     assert_eq!(row[9], "false", "not caught up: {status}");
+    // The REST API shows the mirror states and who runs the flow.
+    let api = http_get(&http, "/api/flows");
+    let flows: serde_json::Value = serde_json::from_str(&api).expect("json");
+    let flow = &flows["flows"][0];
+    let states: BTreeMap<String, String> = flow["mirrors"]
+        .as_array()
+        .expect("mirrors")
+        .iter()
+        .map(|m| {
+            (
+                m["topic"].as_str().unwrap_or_default().to_string(),
+                m["state"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states.get("orders").map(String::as_str),
+        Some("paused"),
+        "{api}"
+    );
+    assert_eq!(
+        states.get("payments").map(String::as_str),
+        Some("active"),
+        "{api}"
+    );
+    assert_eq!(
+        flow["members"].as_array().map(|m| m.len()),
+        Some(1),
+        "{api}"
+    );
     let (ok, out, err) = strait(&["mirror", "resume", "--config", c, "--topic", "orders"]);
     assert!(ok && out.contains("resumed"), "{out}{err}");
     wait_until("orders resumed", &run, || end(&e, "orders", 0) == 30);

@@ -307,6 +307,61 @@ pub fn render(doc: &StatusDoc) -> String {
                 }
             }
         }
+        if !f.mirrors.is_empty() {
+            out.push('\n');
+            let rows: Vec<Vec<String>> = f
+                .mirrors
+                .iter()
+                .map(|m| {
+                    let list = |v: &[i32]| {
+                        if v.is_empty() {
+                            "-".to_string()
+                        } else {
+                            v.iter()
+                                .map(|p| p.to_string())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        }
+                    };
+                    let mapped: Vec<i32> = m.mapped_partitions.iter().map(|x| x.0).collect();
+                    let stopped: Vec<i32> = m.stopped_partitions.iter().map(|x| x.0).collect();
+                    vec![
+                        m.topic.clone(),
+                        m.link.clone(),
+                        m.state.clone(),
+                        list(&m.identical_partitions),
+                        list(&mapped),
+                        list(&stopped),
+                    ]
+                })
+                .collect();
+            let head = format!("MIRROR ({})", f.name);
+            out.push_str(&table(
+                &[&head, "LINK", "STATE", "IDENTICAL", "MAPPED", "STOPPED"],
+                &rows,
+            ));
+        }
+        if !f.members.is_empty() {
+            out.push('\n');
+            let rows: Vec<Vec<String>> = f
+                .members
+                .iter()
+                .map(|m| {
+                    vec![
+                        format!(
+                            "{}{}",
+                            m.member_id,
+                            if m.this_instance { " (this)" } else { "" }
+                        ),
+                        m.instance.clone(),
+                        m.partitions.to_string(),
+                        if m.duties { "yes" } else { "-" }.to_string(),
+                    ]
+                })
+                .collect();
+            let head = format!("MEMBER ({})", f.name);
+            out.push_str(&table(&[&head, "INSTANCE", "PARTITIONS", "DUTIES"], &rows));
+        }
         if !f.groups.is_empty() {
             out.push('\n');
             let mut rows = Vec::new();
@@ -446,6 +501,8 @@ mod tests {
                     }],
                 }],
                 series: vec![sample(0, 1_000), sample(2_000, 500)],
+                mirrors: Vec::new(),
+                members: Vec::new(),
             }],
         };
         let text = render(&doc);
