@@ -79,6 +79,8 @@ struct PartState {
     failed: Option<String>,
     /// Mirror flows: destination offsets still equal source offsets.
     identical: bool,
+    /// Consecutive OutOfOrderSequenceNumber answers resent (see `receive_one`).
+    sequence_retries: u32,
 }
 
 impl PartState {
@@ -152,6 +154,9 @@ struct InFlight {
 /// Produce requests in flight per flow, and batches in flight per partition (Kafka's limit for
 /// an idempotent producer is 5).
 const MAX_IN_FLIGHT: usize = 5;
+
+/// OutOfOrderSequenceNumber answers in a row that are resent before a partition stops.
+const MAX_SEQUENCE_RETRIES: u32 = 5;
 
 impl Flow {
     /// A flow between two connected clusters.
@@ -892,6 +897,7 @@ impl Flow {
             source_end: source_next,
             failed: None,
             identical,
+            sequence_retries: 0,
         })
     }
 
@@ -1251,6 +1257,7 @@ impl Flow {
                     }
                     st.records += n as u64;
                     st.bytes += out.batch.len() as u64;
+                    st.sequence_retries = 0;
                     self.obs.batch_acked(
                         &name,
                         &st.source_topic,
@@ -1270,6 +1277,18 @@ impl Flow {
                     } else if mirrored {
                         note_offsets_mode(st, &name, &tgt);
                     }
+                }
+                // A broker that handles pipelined requests out of order (nisshi does) can refuse a
+                // batch whose predecessor it has not appended yet. Like Kafka's producer, resend
+                // from the oldest unacknowledged batch with the same sequences; a gap that
+                // persists stops the partition.
+                Some((error_code::OUT_OF_ORDER_SEQUENCE_NUMBER, _, _))
+                    if st.sequence_retries < MAX_SEQUENCE_RETRIES =>
+                {
+                    st.sequence_retries += 1;
+                    tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: OutOfOrderSequenceNumber, resending from the oldest unacknowledged batch (attempt {})", st.target_topic, k.1, st.sequence_retries);
+                    st.in_flight = 0;
+                    st.epoch += 1;
                 }
                 Some((code, _, message)) if !error_code::is_retriable(code) => {
                     let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);

@@ -173,6 +173,31 @@ impl Ownership {
             .all(|f| g.wanted.contains_key(f) || g.done.contains(f))
     }
 
+    /// Waits until every flow reported (or stopped); false if `shutdown` came first or every
+    /// flow stopped without reporting.
+    pub async fn wait_reported(
+        &self,
+        flows: &[String],
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> bool {
+        loop {
+            if *shutdown.borrow() {
+                return false;
+            }
+            if self.all_done(flows) {
+                return false;
+            }
+            if self.reported(flows) {
+                return true;
+            }
+            tokio::select! {
+                _ = self.changed.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+
     fn unhealthy(&self) -> Option<String> {
         let g = self.lock();
         g.unhealthy

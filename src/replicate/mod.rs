@@ -132,6 +132,8 @@ pub struct Engine {
 /// Starts every enabled flow of `config`; they run until `shutdown` turns true.
 pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> {
     let mut tasks = tokio::task::JoinSet::new();
+    // Group memberships, ended after the flows (they leave once their flows stopped).
+    let mut members: tokio::task::JoinSet<Result<()>> = tokio::task::JoinSet::new();
     let mut status = BTreeMap::new();
     let flows: Vec<_> = config.flows.iter().filter(|f| f.enabled).cloned().collect();
     if flows.is_empty() {
@@ -198,7 +200,12 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
         };
         let (own, config, target) = (own.clone(), config.clone(), target.clone());
         let mut shutdown = shutdown.clone();
-        tasks.spawn(async move {
+        members.spawn(async move {
+            // Connect only once the flows reached their clusters (a refused password or
+            // certificate is then reported once, by the flow).
+            if !own.wait_reported(&cfg.flows, &mut shutdown).await {
+                return Ok(());
+            }
             let Some(cluster) = connect(&config, &target, &mut shutdown).await? else {
                 return Ok(());
             };
@@ -309,6 +316,11 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
                 Err(e) => {
                     first_error.get_or_insert(Error::invalid(format!("flow task failed: {e}")));
                 }
+            }
+        }
+        while let Some(r) = members.join_next().await {
+            if let Ok(Err(e)) = r {
+                tracing::warn!("group membership ended with an error: {e}");
             }
         }
         match first_error {
