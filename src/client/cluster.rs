@@ -608,6 +608,7 @@ impl Cluster {
         let started = Instant::now();
         let response = conn.start(id, frame).await.map_err(|e| self.ctx(e))?;
         Ok(PendingProduce {
+            connection: conn.id(),
             started,
             observer: self.config.observer.clone(),
             response,
@@ -617,6 +618,11 @@ impl Cluster {
             cluster: self.config.name.clone(),
             broker: conn.addr().to_string(),
         })
+    }
+
+    /// The id of the pooled connection to broker `node` that the next request would use.
+    pub async fn connection_id(&self, node: i32) -> Result<u64> {
+        Ok(self.connection(node).await?.id())
     }
 
     /// A producer id and epoch for idempotent writes (InitProducerId without a transactional id).
@@ -828,6 +834,7 @@ impl Cluster {
 /// A Produce request in flight.
 #[derive(Debug)]
 pub struct PendingProduce {
+    connection: u64,
     started: Instant,
     observer: Option<Arc<Observer>>,
     response: super::connection::PendingResponse,
@@ -838,6 +845,11 @@ pub struct PendingProduce {
 }
 
 impl PendingProduce {
+    /// The id of the connection carrying the request (see [`Connection::id`]).
+    pub fn connection(&self) -> u64 {
+        self.connection
+    }
+
     /// Waits for the broker's answer: per-partition results.
     pub async fn finish(self) -> Result<Vec<ProducedPartition>> {
         let bytes = self

@@ -71,9 +71,13 @@ struct PendingMap {
     idle: Arc<Notify>,
 }
 
+static NEXT_CONNECTION_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A live connection to one broker. Cheap to share behind an `Arc`; requests from many tasks
 /// are pipelined on it.
 pub struct Connection {
+    /// Process-wide unique id of this connection.
+    id: u64,
     addr: String,
     config: ConnectionConfig,
     writer: tokio::sync::Mutex<WriteHalf>,
@@ -121,6 +125,7 @@ impl Connection {
             writer: tokio::sync::Mutex::new(write),
             pending,
             next_correlation_id: AtomicI32::new(1),
+            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
             versions: ApiVersionsResponse::default(),
             broken,
             reader,
@@ -326,6 +331,12 @@ impl Connection {
     /// The broker address.
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// A process-wide unique id: requests on one connection are handled in order, requests on
+    /// two connections are not.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// What the broker said it supports.

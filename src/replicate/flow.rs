@@ -81,6 +81,9 @@ struct PartState {
     identical: bool,
     /// Consecutive OutOfOrderSequenceNumber answers resent (see `receive_one`).
     sequence_retries: u32,
+    /// The connection carrying the batches in flight (while `in_flight > 0`): more are sent
+    /// only on the same one, since a broker orders requests per connection only.
+    connection: u64,
 }
 
 impl PartState {
@@ -898,6 +901,7 @@ impl Flow {
             failed: None,
             identical,
             sequence_retries: 0,
+            connection: 0,
         })
     }
 
@@ -1137,10 +1141,14 @@ impl Flow {
             timeout_ms: 30_000,
         };
         for (leader, keys) in by_leader {
+            let conn = self.target.connection_id(leader).await?;
             let mut topics: Vec<ProduceTopic> = Vec::new();
             let mut members = Vec::with_capacity(keys.len());
             for k in &keys {
                 let st = &self.parts[k];
+                if st.in_flight > 0 && st.connection != conn {
+                    continue; // its earlier batches are on another connection: wait for them
+                }
                 let Some(next) = st.queue.get(st.in_flight) else {
                     continue;
                 };
@@ -1157,6 +1165,9 @@ impl Flow {
                 }
                 members.push((k.clone(), st.epoch));
             }
+            if topics.is_empty() {
+                continue;
+            }
             let pending = self
                 .target
                 .produce_start(leader, &settings, &topics)
@@ -1164,6 +1175,7 @@ impl Flow {
             for (k, _) in &members {
                 if let Some(st) = self.parts.get_mut(k) {
                     st.in_flight += 1;
+                    st.connection = pending.connection();
                 }
             }
             self.in_flight.push_back(InFlight { pending, members });
