@@ -9,6 +9,16 @@ use strait::replicate::lists::ListKind;
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format, &cli.log);
+    if let Command::BenchRelay(args) = &cli.command {
+        // No async runtime: the floor is a plain blocking copy on one thread.
+        return match cli::bench::relay(args) {
+            Ok(_) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -32,6 +42,8 @@ fn main() -> std::process::ExitCode {
                 .map(|s| print!("{s}")),
             Command::Offsets(args) => cli::offsets::offsets(args).await.map(|s| print!("{s}")),
             Command::Failover(args) => cli::offsets::failover(args).await.map(|s| print!("{s}")),
+            Command::Bench(args) => cli::bench::run(args).await.map(|s| print!("{s}")),
+            Command::BenchRelay(_) => Ok(()),
         }
     });
     match result {

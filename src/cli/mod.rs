@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing and the commands' output. Library code returns
 //! data; only this module prints.
 
+pub mod bench;
 pub mod demo;
 pub mod lists;
 pub mod offsets;
@@ -51,6 +52,12 @@ pub enum Command {
     Offsets(offsets::OffsetsArgs),
     /// Commit a consumer group's translated offsets on the target cluster.
     Failover(offsets::OffsetsArgs),
+    /// Measure replication throughput, CPU per GB, peak RSS and latency against the target's
+    /// direct-write ceiling and a socket relay's floor (two local nisshi brokers by default).
+    Bench(bench::BenchArgs),
+    /// The socket-to-socket relay `strait bench` measures as the floor.
+    #[command(hide = true)]
+    BenchRelay(bench::RelayArgs),
 }
 
 /// Sets up `tracing` for the binary.
