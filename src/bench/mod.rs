@@ -71,6 +71,8 @@ pub struct BenchOptions {
     pub buffer_bytes: Option<usize>,
     /// strait's `fetch_max_bytes`, if not the default.
     pub fetch_max_bytes: Option<usize>,
+    /// strait's `fetch_max_wait` in ms, if not the default.
+    pub fetch_max_wait_ms: Option<u64>,
     /// Where the generated configurations and the strait logs go (kept on failure).
     pub work_dir: PathBuf,
 }
@@ -91,6 +93,9 @@ pub fn strait_config(opts: &BenchOptions, topic: &str) -> String {
     }
     if let Some(b) = opts.fetch_max_bytes {
         flow.push_str(&format!("fetch_max_bytes = {b}\n"));
+    }
+    if let Some(ms) = opts.fetch_max_wait_ms {
+        flow.push_str(&format!("fetch_max_wait_ms = {ms}\n"));
     }
     format!(
         "[clusters.{SOURCE_ALIAS}]\nbootstrap_servers = [{}]\nreplication_factor = {rf}\n\n\

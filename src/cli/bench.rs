@@ -48,6 +48,9 @@ pub struct BenchArgs {
     /// strait's `fetch_max_bytes` (default: strait's default).
     #[arg(long)]
     pub fetch_max_bytes: Option<usize>,
+    /// strait's `fetch_max_wait_ms` (default: strait's default).
+    #[arg(long)]
+    pub fetch_max_wait_ms: Option<u64>,
     /// Source topic name (default `strait-bench-<time>`); it must not exist.
     #[arg(long)]
     pub topic: Option<String>,
@@ -106,6 +109,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         latency_seconds: args.latency_secs.max(0.0),
         buffer_bytes: args.buffer_bytes,
         fetch_max_bytes: args.fetch_max_bytes,
+        fetch_max_wait_ms: args.fetch_max_wait_ms,
         work_dir: work_dir.clone(),
     };
     let report = strait::bench::run(&opts, &|line| eprintln!("{line} ...")).await;
