@@ -131,7 +131,48 @@ pub struct Report {
     pub latency: Option<LatencyRun>,
 }
 
+/// The ratios and per-GB figures the report derives from its measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Ratios {
+    /// strait MB/s over the ceiling's MB/s.
+    pub ceiling_fraction: f64,
+    /// strait CPU-seconds per GB.
+    pub strait_cpu_seconds_per_gb: f64,
+    /// Relay CPU-seconds per GB.
+    pub floor_cpu_seconds_per_gb: f64,
+    /// strait's CPU per GB over the relay's.
+    pub floor_multiple: f64,
+}
+
+/// The JSON form: what was measured and what follows from it.
+#[derive(Debug, Clone, Serialize)]
+pub struct JsonReport<'a> {
+    /// The measurements.
+    pub measured: &'a Report,
+    /// The derived figures.
+    pub ratios: Ratios,
+}
+
 impl Report {
+    /// The derived figures.
+    pub fn ratios(&self) -> Ratios {
+        Ratios {
+            ceiling_fraction: self.ceiling_fraction(),
+            strait_cpu_seconds_per_gb: self.strait_cpu_per_gb(),
+            floor_cpu_seconds_per_gb: self.relay_cpu_per_gb(),
+            floor_multiple: self.floor_multiple(),
+        }
+    }
+
+    /// The report as pretty JSON: `{"measured": ..., "ratios": ...}`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(&JsonReport {
+            measured: self,
+            ratios: self.ratios(),
+        })
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
     /// strait's throughput as a fraction of the ceiling's.
     pub fn ceiling_fraction(&self) -> f64 {
         ratio(self.strait.mb_per_s(), self.ceiling.mb_per_s())
@@ -325,6 +366,15 @@ mod tests {
         assert!((r.strait_cpu_per_gb() - 1.0).abs() < 1e-12);
         assert!((r.relay_cpu_per_gb() - 0.4).abs() < 1e-12);
         assert!((r.floor_multiple() - 2.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn json_carries_measurements_and_ratios() {
+        let r = report();
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["measured"]["strait"]["bytes"], 2_000_000_000u64);
+        assert_eq!(v["ratios"]["floor_multiple"], r.floor_multiple());
+        assert_eq!(v["ratios"]["ceiling_fraction"], r.ceiling_fraction());
     }
 
     #[test]

@@ -118,9 +118,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         Ok(r) => {
             let _ = std::fs::remove_dir_all(&work_dir);
             if args.json {
-                serde_json::to_string_pretty(&r)
-                    .map(|s| s + "\n")
-                    .map_err(|e| Error::invalid(format!("cannot write the report: {e}")))
+                Ok(r.to_json() + "\n")
             } else {
                 Ok(r.render())
             }
