@@ -345,21 +345,17 @@ impl Cluster {
     pub async fn leader(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
         let cached = {
             let cache = self.read_cache();
-            cache.topics.get(topic).map(|t| {
-                t.partitions
-                    .iter()
-                    .find(|p| p.partition == partition)
-                    .map(|p| (p.leader, p.leader_epoch))
-            })
+            cache
+                .topics
+                .get(topic)
+                .map(|t| find_partition(&t.partitions, partition))
         };
         let found = match cached {
             Some(found) => found,
-            None => self.topic(topic).await?.and_then(|t| {
-                t.partitions
-                    .iter()
-                    .find(|p| p.partition == partition)
-                    .map(|p| (p.leader, p.leader_epoch))
-            }),
+            None => self
+                .topic(topic)
+                .await?
+                .and_then(|t| find_partition(&t.partitions, partition)),
         };
         let Some((leader, epoch)) = found else {
             return Err(self.ctx(
@@ -795,6 +791,49 @@ impl PendingProduce {
     }
 }
 
+/// Leader and leader epoch of `partition`: at its index when the broker listed partitions in
+/// order (the usual case, O(1) per lookup even with thousands of partitions), else by search.
+fn find_partition(
+    partitions: &[crate::protocol::metadata::PartitionMeta],
+    partition: i32,
+) -> Option<(i32, i32)> {
+    let at = usize::try_from(partition)
+        .ok()
+        .and_then(|i| partitions.get(i))
+        .filter(|p| p.partition == partition);
+    at.or_else(|| partitions.iter().find(|p| p.partition == partition))
+        .map(|p| (p.leader, p.leader_epoch))
+}
+
 fn body_rest(r: &mut crate::protocol::wire::Reader) -> Bytes {
     r.rest()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::metadata::PartitionMeta;
+
+    fn part(partition: i32, leader: i32) -> PartitionMeta {
+        PartitionMeta {
+            error_code: 0,
+            partition,
+            leader,
+            leader_epoch: partition * 10,
+            replicas: vec![leader],
+            isr: vec![leader],
+        }
+    }
+
+    #[test]
+    fn finds_partitions_in_order_or_not() {
+        let ordered: Vec<_> = (0..5).map(|p| part(p, 100 + p)).collect();
+        assert_eq!(find_partition(&ordered, 3), Some((103, 30)));
+        assert_eq!(find_partition(&ordered, 5), None);
+        assert_eq!(find_partition(&ordered, -1), None);
+        let shuffled = vec![part(2, 7), part(0, 5), part(1, 6)];
+        assert_eq!(find_partition(&shuffled, 0), Some((5, 0)));
+        assert_eq!(find_partition(&shuffled, 2), Some((7, 20)));
+        assert_eq!(find_partition(&shuffled, 3), None);
+    }
 }
