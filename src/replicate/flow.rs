@@ -665,11 +665,7 @@ impl Flow {
         }
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
         let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
-        let keys: Vec<(String, i32)> = self.parts.keys().cloned().collect();
-        for k in &keys {
-            let Some(st) = self.parts.get(k) else {
-                continue;
-            };
+        for (k, st) in &self.parts {
             if st.failed.is_some() || st.queued_bytes >= cap {
                 continue;
             }
@@ -703,12 +699,12 @@ impl Flow {
             isolation_level: crate::protocol::fetch::READ_COMMITTED,
         };
         let mut planned = 0;
+        let name = self.name();
+        let src_name = self.source.name().to_string();
         for (leader, specs) in by_leader {
             let resp = self.source.fetch(leader, &specs, &limits).await?;
             for p in resp.partitions {
                 let key = (p.topic.clone(), p.partition);
-                let name = self.name();
-                let src_name = self.source.name().to_string();
                 let Some(st) = self.parts.get_mut(&key) else {
                     continue;
                 };
