@@ -20,6 +20,7 @@ use kafka_protocol::protocol::{Decodable, Request, StrBytes};
 use super::connection::{Connection, ConnectionConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
+use crate::protocol::fetch_session::FetchSession;
 use crate::protocol::frame::{encode_request, response_body};
 use crate::protocol::metadata::{self, BrokerMeta, MetadataResponse, TopicMeta};
 use crate::protocol::produce::{
@@ -437,12 +438,49 @@ impl Cluster {
         parts: &[FetchPartitionSpec],
         limits: &FetchLimits,
     ) -> Result<FetchResponse> {
+        let (resp, addr) = self
+            .fetch_with(node, limits, |_| fetch::request(parts, limits))
+            .await?;
+        self.fetch_error(resp, &addr)
+    }
+
+    /// One Fetch request to broker `node` within a fetch session (KIP-227) with it: only the
+    /// partitions of `parts` that are new or changed since the last request go out, and those
+    /// no longer in `parts` are dropped from the session. Brokers without sessions get full
+    /// requests. The response lists only partitions with data or news.
+    pub async fn fetch_in_session(
+        &self,
+        node: i32,
+        session: &mut FetchSession,
+        parts: &[FetchPartitionSpec],
+        limits: &FetchLimits,
+    ) -> Result<FetchResponse> {
+        let sent = self
+            .fetch_with(node, limits, |version| {
+                session.request(parts, limits, version)
+            })
+            .await;
+        match &sent {
+            Ok((resp, _)) => session.on_response(resp),
+            Err(_) => session.on_failure(),
+        }
+        let (resp, addr) = sent?;
+        self.fetch_error(resp, &addr)
+    }
+
+    /// Sends the Fetch request `build` makes for the negotiated version; returns the decoded
+    /// response (top-level error not checked) and the broker's address.
+    async fn fetch_with(
+        &self,
+        node: i32,
+        limits: &FetchLimits,
+        build: impl FnOnce(i16) -> kafka_protocol::messages::FetchRequest,
+    ) -> Result<(FetchResponse, String)> {
         let conn = self.connection(node).await?;
         let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
         let meta = conn.meta(ApiKey::Fetch, version);
         let id = meta.correlation_id;
-        let frame =
-            encode_request(&meta, &fetch::request(parts, limits)).map_err(Error::invalid)?;
+        let frame = encode_request(&meta, &build(version)).map_err(Error::invalid)?;
         let timeout = self.config.connection.request_timeout
             + Duration::from_millis(limits.max_wait_ms.max(0) as u64);
         let bytes = conn
@@ -452,8 +490,12 @@ impl Cluster {
         let body = response_body(bytes, ApiKey::Fetch, version).map_err(|e| self.ctx(e.into()))?;
         let resp = fetch::decode_response(body, version)
             .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))?;
+        Ok((resp, conn.addr().to_string()))
+    }
+
+    fn fetch_error(&self, resp: FetchResponse, addr: &str) -> Result<FetchResponse> {
         if resp.error_code != error_code::NONE {
-            return Err(self.ctx(Error::broker(resp.error_code, None).broker_addr(conn.addr())));
+            return Err(self.ctx(Error::broker(resp.error_code, None).broker_addr(addr)));
         }
         Ok(resp)
     }
