@@ -28,6 +28,7 @@ use crate::naming::ReplicationPolicy;
 use crate::offsets::{OffsetMap, Translation};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
+use crate::protocol::fetch_session::FetchSession;
 use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 
 /// Topic configs copied to the remote topic when strait creates it.
@@ -100,6 +101,8 @@ pub struct Flow {
     in_flight: VecDeque<InFlight>,
     /// Last checkpoint written per (group, target topic, partition): (upstream, downstream).
     checkpointed: HashMap<(String, String, i32), (i64, i64)>,
+    /// Fetch sessions (KIP-227) with the source brokers, by node id.
+    fetch_sessions: HashMap<i32, FetchSession>,
 }
 
 /// A Produce request in flight and the partitions it carries (with their epoch at send time).
@@ -147,6 +150,7 @@ impl Flow {
             status,
             in_flight: VecDeque::new(),
             checkpointed: HashMap::new(),
+            fetch_sessions: HashMap::new(),
         }
     }
 
@@ -702,7 +706,11 @@ impl Flow {
         let name = self.name();
         let src_name = self.source.name().to_string();
         for (leader, specs) in by_leader {
-            let resp = self.source.fetch(leader, &specs, &limits).await?;
+            let session = self.fetch_sessions.entry(leader).or_default();
+            let resp = self
+                .source
+                .fetch_in_session(leader, session, &specs, &limits)
+                .await?;
             for p in resp.partitions {
                 let key = (p.topic.clone(), p.partition);
                 let Some(st) = self.parts.get_mut(&key) else {
