@@ -455,17 +455,43 @@ impl Cluster {
         parts: &[FetchPartitionSpec],
         limits: &FetchLimits,
     ) -> Result<FetchResponse> {
-        let sent = self
-            .fetch_with(node, limits, |version| {
-                session.request(parts, limits, version)
+        self.fetch_start(node, session, parts, limits)
+            .await?
+            .finish(session)
+            .await
+    }
+
+    /// Writes the Fetch request of [`Cluster::fetch_in_session`] and returns at once, so the
+    /// caller can do other work while the broker gathers the data.
+    pub async fn fetch_start(
+        &self,
+        node: i32,
+        session: &mut FetchSession,
+        parts: &[FetchPartitionSpec],
+        limits: &FetchLimits,
+    ) -> Result<PendingFetch> {
+        let started = async {
+            let conn = self.connection(node).await?;
+            let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
+            let meta = conn.meta(ApiKey::Fetch, version);
+            let id = meta.correlation_id;
+            let req = session.request(parts, limits, version);
+            let frame = encode_request(&meta, &req).map_err(Error::invalid)?;
+            let response = conn.start(id, frame).await.map_err(|e| self.ctx(e))?;
+            Ok(PendingFetch {
+                response,
+                version,
+                timeout: self.config.connection.request_timeout
+                    + Duration::from_millis(limits.max_wait_ms.max(0) as u64),
+                cluster: self.config.name.clone(),
+                broker: conn.addr().to_string(),
             })
-            .await;
-        match &sent {
-            Ok((resp, _)) => session.on_response(resp),
-            Err(_) => session.on_failure(),
         }
-        let (resp, addr) = sent?;
-        self.fetch_error(resp, &addr)
+        .await;
+        if started.is_err() {
+            session.on_failure();
+        }
+        started
     }
 
     /// Sends the Fetch request `build` makes for the negotiated version; returns the decoded
@@ -799,6 +825,44 @@ impl Cluster {
         let mut req = DescribeGroupsRequest::default();
         req.groups = vec![GroupId(StrBytes::from_string(group.to_string()))];
         Ok(self.send(Route::Node(node), &req).await?.1)
+    }
+}
+
+/// A Fetch request in flight (see [`Cluster::fetch_start`]).
+#[derive(Debug)]
+pub struct PendingFetch {
+    response: super::connection::PendingResponse,
+    version: i16,
+    timeout: Duration,
+    cluster: String,
+    broker: String,
+}
+
+impl PendingFetch {
+    /// Waits for the broker's answer and brings `session` (the one the request was built with)
+    /// up to date. Partition errors are returned per partition.
+    pub async fn finish(self, session: &mut FetchSession) -> Result<FetchResponse> {
+        let ctx = |e: Error| e.cluster(&self.cluster).broker_addr(&self.broker);
+        let decoded = async {
+            let bytes = self
+                .response
+                .wait(self.timeout)
+                .await
+                .map_err(|e| e.cluster(&self.cluster))?;
+            let body = response_body(bytes, ApiKey::Fetch, self.version)
+                .map_err(|e| ctx(Error::from(e)))?;
+            fetch::decode_response(body, self.version).map_err(|e| ctx(Error::from(e)))
+        }
+        .await;
+        match &decoded {
+            Ok(resp) => session.on_response(resp),
+            Err(_) => session.on_failure(),
+        }
+        let resp = decoded?;
+        if resp.error_code != error_code::NONE {
+            return Err(ctx(Error::broker(resp.error_code, None)));
+        }
+        Ok(resp)
     }
 }
 

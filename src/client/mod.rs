@@ -3,5 +3,5 @@
 pub mod cluster;
 pub mod connection;
 
-pub use cluster::{Cluster, ClusterConfig, PendingProduce, Route, EARLIEST, LATEST};
+pub use cluster::{Cluster, ClusterConfig, PendingFetch, PendingProduce, Route, EARLIEST, LATEST};
 pub use connection::{Connection, ConnectionConfig, PendingResponse};
