@@ -18,7 +18,7 @@ use super::lists::{self, ListKind, Lists};
 use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
 use super::status::{FlowStatus, PartitionStatus};
 use super::store;
-use crate::client::{Cluster, PendingProduce, EARLIEST, LATEST};
+use crate::client::{Cluster, PendingFetch, PendingProduce, EARLIEST, LATEST};
 use crate::config::{FlowConfig, NamingPolicy};
 use crate::error::{Error, Result};
 use crate::filter::{group_should_sync, topic_should_replicate, NameFilter};
@@ -205,15 +205,17 @@ impl Flow {
                 next_heartbeat = now + self.cfg.heartbeat_interval;
             }
             tracing::trace!(flow = %name, "fetch round");
-            let fetched = match self.fetch_round().await {
-                Ok(n) => n,
+            // The Fetch goes out first; the source broker gathers the data while the produce
+            // side sends and takes in an answer.
+            let fetches = match self.fetch_start().await {
+                Ok(f) => f,
                 Err(e) => {
                     tracing::warn!(flow = %name, "fetch round failed: {e}");
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    0
+                    Vec::new()
                 }
             };
-            tracing::trace!(flow = %name, fetched, in_flight = self.in_flight.len(), "produce");
+            tracing::trace!(flow = %name, in_flight = self.in_flight.len(), "produce");
             while self.in_flight.len() < MAX_IN_FLIGHT {
                 match self.send_round().await {
                     Ok(0) => break,
@@ -227,6 +229,14 @@ impl Flow {
             if !self.in_flight.is_empty() {
                 self.receive_one().await;
             }
+            let fetched = match self.fetch_finish(fetches).await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(flow = %name, "fetch round failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    0
+                }
+            };
             if Instant::now() >= next_flush {
                 if let Err(e) = self.flush_progress().await {
                     tracing::warn!(flow = %name, "progress write failed: {e}");
@@ -660,12 +670,13 @@ impl Flow {
         (self.cfg.buffer_bytes / self.parts.len().max(1)).max(1 << 20)
     }
 
-    /// One Fetch request per source leader for partitions with room; returns batches planned.
-    async fn fetch_round(&mut self) -> Result<usize> {
+    /// Writes one Fetch request per source leader for partitions with room, without waiting
+    /// for the answers ([`Flow::fetch_finish`] takes them in).
+    async fn fetch_start(&mut self) -> Result<Vec<(i32, PendingFetch)>> {
         let cap = self.per_partition_cap();
         let total: usize = self.parts.values().map(|p| p.queued_bytes).sum();
         if total >= self.cfg.buffer_bytes {
-            return Ok(0); // backpressure: the target is slower
+            return Ok(Vec::new()); // backpressure: the target is slower
         }
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
         let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
@@ -702,15 +713,38 @@ impl Flow {
             max_bytes: self.cfg.fetch_max_bytes,
             isolation_level: crate::protocol::fetch::READ_COMMITTED,
         };
+        let mut started = Vec::with_capacity(by_leader.len());
+        for (leader, specs) in by_leader {
+            let session = self.fetch_sessions.entry(leader).or_default();
+            let pending = self
+                .source
+                .fetch_start(leader, session, &specs, &limits)
+                .await?;
+            started.push((leader, pending));
+        }
+        Ok(started)
+    }
+
+    /// Takes in the answers to the Fetch requests [`Flow::fetch_start`] wrote and plans what
+    /// the batches become; returns batches planned.
+    async fn fetch_finish(&mut self, started: Vec<(i32, PendingFetch)>) -> Result<usize> {
         let mut planned = 0;
         let name = self.name();
         let src_name = self.source.name().to_string();
-        for (leader, specs) in by_leader {
+        let mut failed = None;
+        for (leader, pending) in started {
             let session = self.fetch_sessions.entry(leader).or_default();
-            let resp = self
-                .source
-                .fetch_in_session(leader, session, &specs, &limits)
-                .await?;
+            if failed.is_some() {
+                session.on_failure();
+                continue;
+            }
+            let resp = match pending.finish(session).await {
+                Ok(r) => r,
+                Err(e) => {
+                    failed = Some(e);
+                    continue;
+                }
+            };
             for p in resp.partitions {
                 let key = (p.topic.clone(), p.partition);
                 let Some(st) = self.parts.get_mut(&key) else {
@@ -766,7 +800,10 @@ impl Flow {
                 }
             }
         }
-        Ok(planned)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(planned),
+        }
     }
 
     /// Starts one Produce request per target leader carrying the next unsent batch of every
