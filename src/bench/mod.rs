@@ -10,8 +10,9 @@
 //!    CPU time and peak RSS from `wait4`;
 //! 4. relay the same number of bytes through `strait bench-relay`, a child process that copies
 //!    one socket to another with a 1 MiB buffer ([`relay`]): the floor, measured the same way;
-//! 5. optionally, produce to a second topic at half of strait's measured throughput while a
-//!    second `strait run` replicates it, and read the target with [`latency::probe`].
+//! 5. optionally, produce to a second topic at half of strait's measured throughput (or a given
+//!    rate) while a second `strait run` replicates it, and read the target with
+//!    [`latency::probe`].
 //!
 //! The pure parts (percentiles, the report and its ratios, the data) are unit-tested here; the
 //! whole is tested against two nisshi brokers in `tests/bench.rs`.
@@ -67,6 +68,8 @@ pub struct BenchOptions {
     pub replication_factor: i16,
     /// Seconds of the latency phase; 0 skips it.
     pub latency_seconds: f64,
+    /// Produce rate of the latency phase in MB/s; `None`: half of strait's measured throughput.
+    pub latency_rate_mb_per_s: Option<f64>,
     /// strait's `buffer_bytes`, if not the default.
     pub buffer_bytes: Option<usize>,
     /// strait's `fetch_max_bytes`, if not the default.
@@ -163,7 +166,9 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
     let (relay, relay_process) = relay_floor(&opts.exe, fill.bytes).await?;
 
     let latency = if opts.latency_seconds > 0.0 {
-        let rate = strait.mb_per_s() / 2.0;
+        let rate = opts
+            .latency_rate_mb_per_s
+            .unwrap_or_else(|| strait.mb_per_s() / 2.0);
         progress(&format!(
             "latency: {rate:.1} MB/s for {:.1} s while strait replicates",
             opts.latency_seconds

@@ -39,6 +39,9 @@ pub struct BenchArgs {
     /// Seconds of the latency phase (0 skips it).
     #[arg(long, default_value_t = 5.0)]
     pub latency_secs: f64,
+    /// Produce rate of the latency phase in MB/s (default: half of strait's measured throughput).
+    #[arg(long)]
+    pub latency_mb_per_s: Option<f64>,
     /// Replication factor of the topics created.
     #[arg(long, default_value_t = 1)]
     pub replication_factor: i16,
@@ -107,6 +110,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         },
         replication_factor: args.replication_factor,
         latency_seconds: args.latency_secs.max(0.0),
+        latency_rate_mb_per_s: args.latency_mb_per_s.filter(|r| *r > 0.0),
         buffer_bytes: args.buffer_bytes,
         fetch_max_bytes: args.fetch_max_bytes,
         fetch_max_wait_ms: args.fetch_max_wait_ms,
