@@ -108,7 +108,9 @@ impl Measured {
             }
             break r;
         };
-        // The child is reaped: std must not wait for it again.
+        // The child is reaped: std must not wait for it again (its pipes are closed first).
+        let mut child = child;
+        drop((child.stdin.take(), child.stdout.take(), child.stderr.take()));
         std::mem::forget(child);
         if r != pid {
             return Err(Error::invalid(format!(
