@@ -11,11 +11,13 @@
 //! The library never owns the process: no global state, no printing, no `exit`.
 
 pub mod assignment;
+pub mod bench;
 pub mod client;
 pub mod config;
 pub mod error;
 pub mod filter;
 pub mod forward;
+pub mod local_broker;
 pub mod metrics;
 pub mod mirror;
 pub mod mm2;

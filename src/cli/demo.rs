@@ -3,12 +3,12 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strait::client::{Cluster, ClusterConfig, LATEST};
 use strait::error::{Error, Result};
+use strait::local_broker::{nisshi_path, LocalBroker};
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::records::record::{
     decode_records, encode_batch, BatchHeaderFields, Record, RecordHeader,
@@ -30,88 +30,6 @@ pub struct DemoArgs {
     /// Keep both clusters running until Ctrl-C, to look at them with `strait probe`.
     #[arg(long)]
     pub keep: bool,
-}
-
-struct LocalBroker {
-    name: &'static str,
-    addr: String,
-    child: Child,
-}
-
-impl Drop for LocalBroker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nisshi_path(explicit: &Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(p) = explicit {
-        return Ok(p.clone());
-    }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("nisshi"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(PathBuf::from(home).join(".cargo/bin/nisshi"));
-    }
-    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
-        Error::invalid(
-            "nisshi not found: run `bash scripts/setup.sh` (or `cargo install nisshi@0.8.1 --locked \
-             --ignore-rust-version --no-default-features --features dynostore,libsql`)",
-        )
-    })
-}
-
-fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(Error::from)?;
-    Ok(l.local_addr().map_err(Error::from)?.port())
-}
-
-async fn start_broker(nisshi: &PathBuf, name: &'static str) -> Result<LocalBroker> {
-    let port = free_port()?;
-    let url = format!("tcp://127.0.0.1:{port}");
-    let child = Command::new(nisshi)
-        .args([
-            "broker",
-            "--cluster-id",
-            name,
-            "--listener-url",
-            &url,
-            "--advertised-listener-url",
-            &url,
-        ])
-        .arg("--storage-engine")
-        .arg(format!("memory://{name}/"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::invalid(format!("cannot start nisshi ({}): {e}", nisshi.display())))?;
-    let broker = LocalBroker {
-        name,
-        addr: format!("127.0.0.1:{port}"),
-        child,
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut cfg = ClusterConfig::new(name, &broker.addr);
-        cfg.retries = 0;
-        cfg.connection.connect_timeout = Duration::from_secs(1);
-        if Cluster::connect(cfg).await.is_ok() {
-            return Ok(broker);
-        }
-        if Instant::now() > deadline {
-            return Err(Error::invalid(format!(
-                "cluster {name} did not come up on {}",
-                broker.addr
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// A small IoT-style record: device key, JSON reading, a header.
@@ -283,13 +201,13 @@ async fn heartbeats(cluster: &Cluster) -> Result<Vec<String>> {
 
 /// Runs the demo and returns the report.
 pub async fn run(args: &DemoArgs) -> Result<String> {
-    let nisshi = nisshi_path(&args.nisshi)?;
+    let nisshi = nisshi_path(args.nisshi.as_deref())?;
     let mut out = String::new();
     eprintln!("starting two local clusters (nisshi) ...");
-    let a = start_broker(&nisshi, "cluster_a").await?;
-    let b = start_broker(&nisshi, "cluster_b").await?;
-    let source = Cluster::connect(ClusterConfig::new(a.name, &a.addr)).await?;
-    let target = Cluster::connect(ClusterConfig::new(b.name, &b.addr)).await?;
+    let a = LocalBroker::start(&nisshi, "cluster_a").await?;
+    let b = LocalBroker::start(&nisshi, "cluster_b").await?;
+    let source = Cluster::connect(ClusterConfig::new(a.name(), a.addr())).await?;
+    let target = Cluster::connect(ClusterConfig::new(b.name(), b.addr())).await?;
     let (topic, remote, partitions) = ("global_iot", "cluster_a.global_iot", 5);
     source.create_topic(topic, partitions, 1, &[]).await?;
     let first = args.records / 2;
@@ -302,7 +220,7 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
     let dir = std::env::temp_dir().join(format!("strait-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(Error::from)?;
     let config_path = dir.join("lab.toml");
-    std::fs::write(&config_path, lab_config(&a.addr, &b.addr)).map_err(Error::from)?;
+    std::fs::write(&config_path, lab_config(a.addr(), b.addr())).map_err(Error::from)?;
     let config = strait::config::load(&config_path).map_err(|e| Error::invalid(e.to_string()))?;
     eprintln!("strait run --config {} (in this process): flows cluster_a->cluster_b, cluster_b->cluster_a", config_path.display());
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
@@ -311,7 +229,7 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
     // Live data while the flows run.
     let rest = args.records - first;
     let producer = {
-        let cfg = ClusterConfig::new(a.name, &a.addr);
+        let cfg = ClusterConfig::new(a.name(), a.addr());
         let codec = args.codec;
         tokio::spawn(async move {
             let c = Cluster::connect(cfg).await?;
@@ -373,7 +291,8 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
     let _ = writeln!(
         out,
         "strait demo: {topic} on cluster_a ({}) -> {remote} on cluster_b ({})\n",
-        a.addr, b.addr
+        a.addr(),
+        b.addr()
     );
     let _ = writeln!(
         out,
@@ -450,8 +369,8 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
         let _ = writeln!(
             out,
             "\nclusters stay up until Ctrl-C. Try:\n  strait probe --bootstrap {}\n  strait probe --bootstrap {} --internal\n  strait run --config {}\n  strait topics --config {} --source cluster_a --target cluster_b --list",
-            a.addr,
-            b.addr,
+            a.addr(),
+            b.addr(),
             config_path.display(),
             config_path.display()
         );

@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing and the commands' output. Library code returns
 //! data; only this module prints.
 
+pub mod bench;
 pub mod demo;
 pub mod lists;
 pub mod members;
@@ -62,6 +63,12 @@ pub enum Command {
     /// What a running instance is doing (from its `http` address): flows, topics with lag and
     /// rate, group checkpoints, and catch-up progress.
     Status(status::StatusArgs),
+    /// Measure replication throughput, CPU per GB, peak RSS and latency against the target's
+    /// direct-write ceiling and a socket relay's floor (two local nisshi brokers by default).
+    Bench(bench::BenchArgs),
+    /// The socket-to-socket relay `strait bench` measures as the floor.
+    #[command(hide = true)]
+    BenchRelay(bench::RelayArgs),
 }
 
 /// Sets up `tracing` for the binary.

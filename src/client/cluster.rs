@@ -21,6 +21,7 @@ use super::connection::{Connection, ConnectionConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::observe::Observer;
 use crate::protocol::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
+use crate::protocol::fetch_session::FetchSession;
 use crate::protocol::frame::{encode_request, response_body};
 use crate::protocol::metadata::{self, BrokerMeta, MetadataResponse, TopicMeta};
 use crate::protocol::produce::{
@@ -399,21 +400,17 @@ impl Cluster {
     pub async fn leader(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
         let cached = {
             let cache = self.read_cache();
-            cache.topics.get(topic).map(|t| {
-                t.partitions
-                    .iter()
-                    .find(|p| p.partition == partition)
-                    .map(|p| (p.leader, p.leader_epoch))
-            })
+            cache
+                .topics
+                .get(topic)
+                .map(|t| find_partition(&t.partitions, partition))
         };
         let found = match cached {
             Some(found) => found,
-            None => self.topic(topic).await?.and_then(|t| {
-                t.partitions
-                    .iter()
-                    .find(|p| p.partition == partition)
-                    .map(|p| (p.leader, p.leader_epoch))
-            }),
+            None => self
+                .topic(topic)
+                .await?
+                .and_then(|t| find_partition(&t.partitions, partition)),
         };
         let Some((leader, epoch)) = found else {
             return Err(self.ctx(
@@ -495,12 +492,75 @@ impl Cluster {
         parts: &[FetchPartitionSpec],
         limits: &FetchLimits,
     ) -> Result<FetchResponse> {
+        let (resp, addr) = self
+            .fetch_with(node, limits, |_| fetch::request(parts, limits))
+            .await?;
+        self.fetch_error(resp, &addr)
+    }
+
+    /// One Fetch request to broker `node` within a fetch session (KIP-227) with it: only the
+    /// partitions of `parts` that are new or changed since the last request go out, and those
+    /// no longer in `parts` are dropped from the session. Brokers without sessions get full
+    /// requests. The response lists only partitions with data or news.
+    pub async fn fetch_in_session(
+        &self,
+        node: i32,
+        session: &mut FetchSession,
+        parts: &[FetchPartitionSpec],
+        limits: &FetchLimits,
+    ) -> Result<FetchResponse> {
+        self.fetch_start(node, session, parts, limits)
+            .await?
+            .finish(session)
+            .await
+    }
+
+    /// Writes the Fetch request of [`Cluster::fetch_in_session`] and returns at once, so the
+    /// caller can do other work while the broker gathers the data.
+    pub async fn fetch_start(
+        &self,
+        node: i32,
+        session: &mut FetchSession,
+        parts: &[FetchPartitionSpec],
+        limits: &FetchLimits,
+    ) -> Result<PendingFetch> {
+        let started = async {
+            let conn = self.connection(node).await?;
+            let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
+            let meta = conn.meta(ApiKey::Fetch, version);
+            let id = meta.correlation_id;
+            let req = session.request(parts, limits, version);
+            let frame = encode_request(&meta, &req).map_err(Error::invalid)?;
+            let response = conn.start(id, frame).await.map_err(|e| self.ctx(e))?;
+            Ok(PendingFetch {
+                response,
+                version,
+                timeout: self.config.connection.request_timeout
+                    + Duration::from_millis(limits.max_wait_ms.max(0) as u64),
+                cluster: self.config.name.clone(),
+                broker: conn.addr().to_string(),
+            })
+        }
+        .await;
+        if started.is_err() {
+            session.on_failure();
+        }
+        started
+    }
+
+    /// Sends the Fetch request `build` makes for the negotiated version; returns the decoded
+    /// response (top-level error not checked) and the broker's address.
+    async fn fetch_with(
+        &self,
+        node: i32,
+        limits: &FetchLimits,
+        build: impl FnOnce(i16) -> kafka_protocol::messages::FetchRequest,
+    ) -> Result<(FetchResponse, String)> {
         let conn = self.connection(node).await?;
         let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
         let meta = conn.meta(ApiKey::Fetch, version);
         let id = meta.correlation_id;
-        let frame =
-            encode_request(&meta, &fetch::request(parts, limits)).map_err(Error::invalid)?;
+        let frame = encode_request(&meta, &build(version)).map_err(Error::invalid)?;
         let timeout = self.config.connection.request_timeout
             + Duration::from_millis(limits.max_wait_ms.max(0) as u64);
         let started = Instant::now();
@@ -512,8 +572,12 @@ impl Cluster {
         let body = response_body(bytes, ApiKey::Fetch, version).map_err(|e| self.ctx(e.into()))?;
         let resp = fetch::decode_response(body, version)
             .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))?;
+        Ok((resp, conn.addr().to_string()))
+    }
+
+    fn fetch_error(&self, resp: FetchResponse, addr: &str) -> Result<FetchResponse> {
         if resp.error_code != error_code::NONE {
-            return Err(self.ctx(Error::broker(resp.error_code, None).broker_addr(conn.addr())));
+            return Err(self.ctx(Error::broker(resp.error_code, None).broker_addr(addr)));
         }
         Ok(resp)
     }
@@ -831,6 +895,44 @@ impl Cluster {
     }
 }
 
+/// A Fetch request in flight (see [`Cluster::fetch_start`]).
+#[derive(Debug)]
+pub struct PendingFetch {
+    response: super::connection::PendingResponse,
+    version: i16,
+    timeout: Duration,
+    cluster: String,
+    broker: String,
+}
+
+impl PendingFetch {
+    /// Waits for the broker's answer and brings `session` (the one the request was built with)
+    /// up to date. Partition errors are returned per partition.
+    pub async fn finish(self, session: &mut FetchSession) -> Result<FetchResponse> {
+        let ctx = |e: Error| e.cluster(&self.cluster).broker_addr(&self.broker);
+        let decoded = async {
+            let bytes = self
+                .response
+                .wait(self.timeout)
+                .await
+                .map_err(|e| e.cluster(&self.cluster))?;
+            let body = response_body(bytes, ApiKey::Fetch, self.version)
+                .map_err(|e| ctx(Error::from(e)))?;
+            fetch::decode_response(body, self.version).map_err(|e| ctx(Error::from(e)))
+        }
+        .await;
+        match &decoded {
+            Ok(resp) => session.on_response(resp),
+            Err(_) => session.on_failure(),
+        }
+        let resp = decoded?;
+        if resp.error_code != error_code::NONE {
+            return Err(ctx(Error::broker(resp.error_code, None)));
+        }
+        Ok(resp)
+    }
+}
+
 /// A Produce request in flight.
 #[derive(Debug)]
 pub struct PendingProduce {
@@ -873,6 +975,49 @@ impl PendingProduce {
     }
 }
 
+/// Leader and leader epoch of `partition`: at its index when the broker listed partitions in
+/// order (the usual case, O(1) per lookup even with thousands of partitions), else by search.
+fn find_partition(
+    partitions: &[crate::protocol::metadata::PartitionMeta],
+    partition: i32,
+) -> Option<(i32, i32)> {
+    let at = usize::try_from(partition)
+        .ok()
+        .and_then(|i| partitions.get(i))
+        .filter(|p| p.partition == partition);
+    at.or_else(|| partitions.iter().find(|p| p.partition == partition))
+        .map(|p| (p.leader, p.leader_epoch))
+}
+
 fn body_rest(r: &mut crate::protocol::wire::Reader) -> Bytes {
     r.rest()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::metadata::PartitionMeta;
+
+    fn part(partition: i32, leader: i32) -> PartitionMeta {
+        PartitionMeta {
+            error_code: 0,
+            partition,
+            leader,
+            leader_epoch: partition * 10,
+            replicas: vec![leader],
+            isr: vec![leader],
+        }
+    }
+
+    #[test]
+    fn finds_partitions_in_order_or_not() {
+        let ordered: Vec<_> = (0..5).map(|p| part(p, 100 + p)).collect();
+        assert_eq!(find_partition(&ordered, 3), Some((103, 30)));
+        assert_eq!(find_partition(&ordered, 5), None);
+        assert_eq!(find_partition(&ordered, -1), None);
+        let shuffled = vec![part(2, 7), part(0, 5), part(1, 6)];
+        assert_eq!(find_partition(&shuffled, 0), Some((5, 0)));
+        assert_eq!(find_partition(&shuffled, 2), Some((7, 20)));
+        assert_eq!(find_partition(&shuffled, 3), None);
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod api_versions;
 pub mod fetch;
+pub mod fetch_session;
 pub mod frame;
 pub mod metadata;
 pub mod produce;
@@ -124,6 +125,10 @@ pub mod error_code {
     pub const OFFSET_NOT_AVAILABLE: i16 = 78;
     /// The client's metadata is stale (retriable).
     pub const KAFKA_STORAGE_ERROR: i16 = 56;
+    /// The broker has no fetch session with that id (KIP-227).
+    pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+    /// The fetch session epoch is not the one the broker expects (KIP-227).
+    pub const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
 
     /// Errors that a retry (after a metadata refresh where relevant) can cure.
     pub fn is_retriable(code: i16) -> bool {

@@ -21,7 +21,7 @@ use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
 use super::status::{FlowStatus, MemberStatus, MirrorStatus, PartitionStatus};
 use super::store;
 use crate::assignment::WorkItem;
-use crate::client::{Cluster, PendingProduce, EARLIEST, LATEST};
+use crate::client::{Cluster, PendingFetch, PendingProduce, EARLIEST, LATEST};
 use crate::config::{FlowConfig, FlowMode, NamingPolicy};
 use crate::error::{Error, Result};
 use crate::filter::{group_should_sync, topic_should_replicate, NameFilter, TopicDecision};
@@ -33,6 +33,7 @@ use crate::observe::{Observer, Side};
 use crate::offsets::{OffsetMap, Translation};
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
+use crate::protocol::fetch_session::FetchSession;
 use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 
 /// Topic configs copied to the remote topic when strait creates it.
@@ -127,6 +128,8 @@ pub struct Flow {
     next_health: Instant,
     /// Where metrics go.
     obs: Arc<Observer>,
+    /// Fetch sessions (KIP-227) with the source brokers, by node id.
+    fetch_sessions: HashMap<i32, FetchSession>,
 }
 
 /// The mirror side of a flow (`mode = "mirror"`).
@@ -215,6 +218,7 @@ impl Flow {
             health: (Instant::now(), None),
             next_health: Instant::now(),
             obs: Arc::new(Observer::new()),
+            fetch_sessions: HashMap::new(),
         }
     }
 
@@ -438,20 +442,22 @@ impl Flow {
                 next_heartbeat = now + self.cfg.heartbeat_interval;
             }
             tracing::trace!(flow = %name, "fetch round");
-            let fetched = match self.fetch_round().await {
-                Ok(n) => {
+            // The Fetch goes out first; the source broker gathers the data while the produce
+            // side sends and takes in an answer.
+            let fetches = match self.fetch_start().await {
+                Ok(f) => {
                     self.obs.connected(&name, Side::Source, true);
-                    n
+                    f
                 }
                 Err(e) => {
                     tracing::warn!(flow = %name, "fetch round failed: {e}");
                     self.obs.error(&name, "fetch");
                     self.obs.connected(&name, Side::Source, false);
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    0
+                    Vec::new()
                 }
             };
-            tracing::trace!(flow = %name, fetched, in_flight = self.in_flight.len(), "produce");
+            tracing::trace!(flow = %name, in_flight = self.in_flight.len(), "produce");
             while self.in_flight.len() < MAX_IN_FLIGHT {
                 match self.send_round().await {
                     Ok(0) => break,
@@ -467,6 +473,14 @@ impl Flow {
             if !self.in_flight.is_empty() {
                 self.receive_one().await;
             }
+            let fetched = match self.fetch_finish(fetches).await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(flow = %name, "fetch round failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    0
+                }
+            };
             if Instant::now() >= next_flush {
                 if let Err(e) = self.flush_progress().await {
                     tracing::warn!(flow = %name, "progress write failed: {e}");
@@ -984,21 +998,18 @@ impl Flow {
         (self.cfg.buffer_bytes / self.parts.len().max(1)).max(1 << 20)
     }
 
-    /// One Fetch request per source leader for partitions with room; returns batches planned.
-    async fn fetch_round(&mut self) -> Result<usize> {
+    /// Writes one Fetch request per source leader for partitions with room, without waiting
+    /// for the answers ([`Flow::fetch_finish`] takes them in).
+    async fn fetch_start(&mut self) -> Result<Vec<(i32, PendingFetch)>> {
         let cap = self.per_partition_cap();
         let total: usize = self.parts.values().map(|p| p.queued_bytes).sum();
         if total >= self.cfg.buffer_bytes {
-            return Ok(0); // backpressure: the target is slower
+            return Ok(Vec::new()); // backpressure: the target is slower
         }
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
         let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
-        let keys: Vec<(String, i32)> = self.parts.keys().cloned().collect();
         let held = self.held_topics();
-        for k in &keys {
-            let Some(st) = self.parts.get(k) else {
-                continue;
-            };
+        for (k, st) in &self.parts {
             if st.failed.is_some() || st.queued_bytes >= cap || held.contains(&k.0) {
                 continue;
             }
@@ -1031,13 +1042,40 @@ impl Flow {
             max_bytes: self.cfg.fetch_max_bytes,
             isolation_level: crate::protocol::fetch::READ_COMMITTED,
         };
-        let mut planned = 0;
+        let mut started = Vec::with_capacity(by_leader.len());
         for (leader, specs) in by_leader {
-            let resp = self.source.fetch(leader, &specs, &limits).await?;
+            let session = self.fetch_sessions.entry(leader).or_default();
+            let pending = self
+                .source
+                .fetch_start(leader, session, &specs, &limits)
+                .await?;
+            started.push((leader, pending));
+        }
+        Ok(started)
+    }
+
+    /// Takes in the answers to the Fetch requests [`Flow::fetch_start`] wrote and plans what
+    /// the batches become; returns batches planned.
+    async fn fetch_finish(&mut self, started: Vec<(i32, PendingFetch)>) -> Result<usize> {
+        let mut planned = 0;
+        let name = self.name();
+        let src_name = self.source.name().to_string();
+        let mut failed = None;
+        for (leader, pending) in started {
+            let session = self.fetch_sessions.entry(leader).or_default();
+            if failed.is_some() {
+                session.on_failure();
+                continue;
+            }
+            let resp = match pending.finish(session).await {
+                Ok(r) => r,
+                Err(e) => {
+                    failed = Some(e);
+                    continue;
+                }
+            };
             for p in resp.partitions {
                 let key = (p.topic.clone(), p.partition);
-                let name = self.name();
-                let src_name = self.source.name().to_string();
                 let Some(st) = self.parts.get_mut(&key) else {
                     continue;
                 };
@@ -1097,7 +1135,10 @@ impl Flow {
                 }
             }
         }
-        Ok(planned)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(planned),
+        }
     }
 
     /// Starts one Produce request per target leader carrying the next unsent batch of every

@@ -1,0 +1,110 @@
+//! The latency probe: reads a topic on the target from the start with a short fetch wait and
+//! takes, for every batch, the time it was read minus the batch's max timestamp (the bench
+//! stamps each batch when it builds it, just before producing it to the source). So a sample
+//! spans produce to the source, strait's fetch, strait's produce to the target, and the probe's
+//! next fetch.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::stats::Samples;
+use crate::client::Cluster;
+use crate::error::{Error, Result};
+use crate::protocol::error_code;
+use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, READ_UNCOMMITTED};
+use crate::records::{split, Entry};
+
+/// What the producer side tells the probe.
+#[derive(Debug, Default)]
+pub struct ProducerState {
+    /// Records produced so far.
+    pub produced: AtomicU64,
+    /// True once the producer stopped.
+    pub done: AtomicBool,
+}
+
+/// Reads `topic` on `cluster` until the producer is done and every record it produced was
+/// read, or `grace` passed after it was done. Returns the samples and the records read.
+pub async fn probe(
+    cluster: &Cluster,
+    topic: &str,
+    partitions: i32,
+    producer: &ProducerState,
+    grace: Duration,
+) -> Result<(Samples, u64)> {
+    let mut offsets: Vec<i64> = vec![0; partitions as usize];
+    let mut samples = Samples::new();
+    let mut seen = 0u64;
+    let mut done_at: Option<Instant> = None;
+    let limits = FetchLimits {
+        max_wait_ms: 5,
+        min_bytes: 1,
+        max_bytes: 16 << 20,
+        isolation_level: READ_UNCOMMITTED,
+    };
+    loop {
+        if producer.done.load(Ordering::Acquire) {
+            let at = *done_at.get_or_insert_with(Instant::now);
+            if seen >= producer.produced.load(Ordering::Acquire) {
+                return Ok((samples, seen));
+            }
+            if at.elapsed() > grace {
+                return Err(Error::invalid(format!(
+                    "cluster {}, topic {topic}: only {seen} of {} records arrived within {grace:?} after the producer stopped",
+                    cluster.name(),
+                    producer.produced.load(Ordering::Acquire)
+                )));
+            }
+        }
+        let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
+        let mut missing = false;
+        for (p, &offset) in offsets.iter().enumerate() {
+            match cluster.leader(topic, p as i32).await {
+                Ok((leader, epoch)) => {
+                    by_leader
+                        .entry(leader)
+                        .or_default()
+                        .push(FetchPartitionSpec {
+                            topic: topic.to_string(),
+                            partition: p as i32,
+                            offset,
+                            current_leader_epoch: epoch,
+                            max_bytes: 1 << 20,
+                        })
+                }
+                Err(_) => missing = true,
+            }
+        }
+        if missing {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        for (leader, specs) in by_leader {
+            let resp = cluster.fetch(leader, &specs, &limits).await?;
+            let now = crate::replicate::store::now_ms();
+            for part in resp.partitions {
+                if part.error_code != error_code::NONE {
+                    if error_code::needs_metadata_refresh(part.error_code) {
+                        cluster.invalidate(topic);
+                    }
+                    continue;
+                }
+                let Some(offset) = offsets.get_mut(part.partition as usize) else {
+                    continue;
+                };
+                for entry in split(part.records) {
+                    let Ok(Entry::V2(batch)) = entry else {
+                        break; // a truncated tail or a legacy entry: fetched again next time
+                    };
+                    if batch.next_offset() <= *offset {
+                        continue;
+                    }
+                    samples.record(now - batch.max_timestamp());
+                    seen += batch.records_count().max(0) as u64;
+                    *offset = batch.next_offset();
+                }
+            }
+        }
+    }
+}

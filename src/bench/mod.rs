@@ -1,0 +1,457 @@
+//! `strait bench`: how much strait moves per second and per CPU-second, next to what the target
+//! broker can take (the ceiling) and what a plain socket relay costs (the floor), and how far
+//! behind it falls at half its top speed.
+//!
+//! The run, against any two clusters:
+//! 1. fill a fresh topic on the source with the bench's own producer ([`writer`]);
+//! 2. write the same batches straight into a fresh topic on the target: the ceiling;
+//! 3. replicate the source topic with `strait run` as a child process, normal data path and
+//!    default settings, until every record is on the target; stop it with SIGTERM and read its
+//!    CPU time and peak RSS from `wait4`;
+//! 4. relay the same number of bytes through `strait bench-relay`, a child process that copies
+//!    one socket to another with a 1 MiB buffer ([`relay`]): the floor, measured the same way;
+//! 5. optionally, produce to a second topic at half of strait's measured throughput (or a given
+//!    rate) while a second `strait run` replicates it, and read the target with
+//!    [`latency::probe`].
+//!
+//! The pure parts (percentiles, the report and its ratios, the data) are unit-tested here; the
+//! whole is tested against two nisshi brokers in `tests/bench.rs`.
+
+pub mod data;
+pub mod latency;
+pub mod process;
+pub mod relay;
+pub mod report;
+pub mod stats;
+pub mod writer;
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::{Cluster, ClusterConfig, LATEST};
+use crate::error::{Error, Result};
+use data::DataShape;
+use process::Measured;
+use report::{LatencyRun, ProcessCost, Report, Settings, Transfer};
+
+/// Distinct batches the bench keeps encoded in memory at most; longer runs cycle through them.
+pub const POOL_BYTES: usize = 64 << 20;
+
+/// Cluster aliases in the generated strait configuration.
+const SOURCE_ALIAS: &str = "source";
+const TARGET_ALIAS: &str = "target";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Source bootstrap `host:port`.
+    pub source: String,
+    /// Target bootstrap `host:port`.
+    pub target: String,
+    /// True when the caller started the clusters (shown in the report).
+    pub local_brokers: bool,
+    /// The strait binary, run as `strait run` and `strait bench-relay`.
+    pub exe: PathBuf,
+    /// Source topic to create and fill; the ceiling and latency topics get suffixes.
+    pub topic: String,
+    /// Partitions of every bench topic.
+    pub partitions: i32,
+    /// Records to fill (rounded up to whole batches).
+    pub records: u64,
+    /// The records and batches.
+    pub shape: DataShape,
+    /// Replication factor of the topics the bench and strait create.
+    pub replication_factor: i16,
+    /// Seconds of the latency phase; 0 skips it.
+    pub latency_seconds: f64,
+    /// Produce rate of the latency phase in MB/s; `None`: half of strait's measured throughput.
+    pub latency_rate_mb_per_s: Option<f64>,
+    /// strait's `buffer_bytes`, if not the default.
+    pub buffer_bytes: Option<usize>,
+    /// strait's `fetch_max_bytes`, if not the default.
+    pub fetch_max_bytes: Option<usize>,
+    /// strait's `fetch_max_wait` in ms, if not the default.
+    pub fetch_max_wait_ms: Option<u64>,
+    /// Where the generated configurations and the strait logs go (kept on failure).
+    pub work_dir: PathBuf,
+}
+
+/// The remote topic strait writes for `topic` under the generated configuration.
+pub fn remote_topic(topic: &str) -> String {
+    format!("{SOURCE_ALIAS}.{topic}")
+}
+
+/// The strait configuration the bench runs: one flow of exactly `topic`, defaults otherwise.
+pub fn strait_config(opts: &BenchOptions, topic: &str) -> String {
+    let mut flow = format!(
+        "[[flows]]\nsource = \"{SOURCE_ALIAS}\"\ntarget = \"{TARGET_ALIAS}\"\ntopics = [{}]\n",
+        toml_string(&regex::escape(topic))
+    );
+    if let Some(b) = opts.buffer_bytes {
+        flow.push_str(&format!("buffer_bytes = {b}\n"));
+    }
+    if let Some(b) = opts.fetch_max_bytes {
+        flow.push_str(&format!("fetch_max_bytes = {b}\n"));
+    }
+    if let Some(ms) = opts.fetch_max_wait_ms {
+        flow.push_str(&format!("fetch_max_wait_ms = {ms}\n"));
+    }
+    format!(
+        "[clusters.{SOURCE_ALIAS}]\nbootstrap_servers = [{}]\nreplication_factor = {rf}\n\n\
+         [clusters.{TARGET_ALIAS}]\nbootstrap_servers = [{}]\nreplication_factor = {rf}\n\n{flow}",
+        toml_string(&opts.source),
+        toml_string(&opts.target),
+        rf = opts.replication_factor
+    )
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// Runs the bench; `progress` gets one line per step.
+pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<Report> {
+    if opts.partitions <= 0 {
+        return Err(Error::invalid("--partitions must be at least 1"));
+    }
+    std::fs::create_dir_all(&opts.work_dir).map_err(Error::from)?;
+    let source = Arc::new(Cluster::connect(ClusterConfig::new(SOURCE_ALIAS, &opts.source)).await?);
+    let target = Arc::new(Cluster::connect(ClusterConfig::new(TARGET_ALIAS, &opts.target)).await?);
+    let shape = opts.shape;
+    let per_batch = shape.records_per_batch() as u64;
+    let batches = opts.records.div_ceil(per_batch).max(1);
+    let pool_count = (POOL_BYTES / (per_batch as usize * (shape.record_bytes + 30)).max(1))
+        .clamp(1, batches as usize);
+    progress(&format!(
+        "encoding {pool_count} distinct batches of {per_batch} records ({})",
+        shape.codec.name()
+    ));
+    let pool = shape
+        .pool(pool_count, crate::replicate::store::now_ms())
+        .map_err(|e| Error::invalid(format!("cannot encode the bench batches: {e}")))?;
+
+    let topic = opts.topic.as_str();
+    let remote = remote_topic(topic);
+    let ceiling_topic = format!("{topic}-ceiling");
+    create(&source, topic, opts).await?;
+    progress(&format!(
+        "filling {topic} on the source ({batches} batches)"
+    ));
+    let fill = writer::write_backlog(&source, topic, opts.partitions, &pool, batches).await?;
+
+    create(&target, &ceiling_topic, opts).await?;
+    progress(&format!(
+        "ceiling: the same batches into {ceiling_topic} on the target"
+    ));
+    let ceiling =
+        writer::write_backlog(&target, &ceiling_topic, opts.partitions, &pool, batches).await?;
+    drop(pool);
+
+    progress("replicating with strait run");
+    let (strait, total_seconds, target_records, strait_process) =
+        replicate(opts, &target, topic, &remote, fill.records).await?;
+    let strait = Transfer {
+        bytes: fill.bytes,
+        ..strait
+    };
+
+    progress(&format!(
+        "floor: relaying {:.1} MB through a socket-to-socket copy",
+        fill.bytes as f64 / 1e6
+    ));
+    let (relay, relay_process) = relay_floor(&opts.exe, fill.bytes).await?;
+
+    let latency = if opts.latency_seconds > 0.0 {
+        let rate = opts
+            .latency_rate_mb_per_s
+            .unwrap_or_else(|| strait.mb_per_s() / 2.0);
+        progress(&format!(
+            "latency: {rate:.1} MB/s for {:.1} s while strait replicates",
+            opts.latency_seconds
+        ));
+        Some(latency_phase(opts, &source, &target, rate).await?)
+    } else {
+        None
+    };
+
+    let report = Report {
+        settings: Settings {
+            source: opts.source.clone(),
+            target: opts.target.clone(),
+            local_brokers: opts.local_brokers,
+            topic: topic.to_string(),
+            remote_topic: remote,
+            ceiling_topic,
+            partitions: opts.partitions,
+            record_bytes: shape.record_bytes,
+            key_spread: shape.key_spread,
+            codec: shape.codec.name().to_string(),
+            records_per_batch: per_batch as usize,
+        },
+        fill,
+        ceiling,
+        strait,
+        strait_total_seconds: total_seconds,
+        target_records,
+        strait_process,
+        relay,
+        relay_process,
+        latency,
+    };
+    Ok(report)
+}
+
+async fn create(cluster: &Cluster, topic: &str, opts: &BenchOptions) -> Result<()> {
+    let created = cluster
+        .create_topic(topic, opts.partitions, opts.replication_factor, &[])
+        .await
+        .map_err(|e| e.topic(topic))?;
+    if !created {
+        return Err(Error::invalid(format!(
+            "cluster {}, topic {topic}: already exists; the bench needs a fresh topic (--topic)",
+            cluster.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Starts `strait run` on a configuration replicating `topic`, its log in the work dir.
+fn start_strait(opts: &BenchOptions, topic: &str, tag: &str) -> Result<(Measured, PathBuf)> {
+    let config = opts.work_dir.join(format!("{tag}.toml"));
+    std::fs::write(&config, strait_config(opts, topic)).map_err(Error::from)?;
+    let log = opts.work_dir.join(format!("{tag}.log"));
+    let log_file = std::fs::File::create(&log).map_err(Error::from)?;
+    let mut cmd = Command::new(&opts.exe);
+    cmd.arg("--log")
+        .arg("warn")
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log_file));
+    Ok((Measured::spawn(cmd, "strait run")?, log))
+}
+
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let start = text.len().saturating_sub(2000);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    format!("log {}:\n{}", path.display(), &text[start..])
+}
+
+async fn records_on(cluster: &Cluster, topic: &str, partitions: i32) -> Result<u64> {
+    let ids: Vec<i32> = (0..partitions).collect();
+    Ok(cluster
+        .list_offsets(topic, &ids, LATEST)
+        .await?
+        .iter()
+        .map(|(_, o)| (*o).max(0) as u64)
+        .sum())
+}
+
+/// Replicates the filled topic with a `strait run` child until `records` are on the target.
+/// Returns (first-to-last transfer, seconds from start, records on the target, process cost).
+async fn replicate(
+    opts: &BenchOptions,
+    target: &Cluster,
+    topic: &str,
+    remote: &str,
+    records: u64,
+) -> Result<(Transfer, f64, u64, ProcessCost)> {
+    let (child, log) = start_strait(opts, topic, "replicate")?;
+    let started = Instant::now();
+    let mut first: Option<Instant> = None;
+    let mut last_change = Instant::now();
+    let mut last = 0u64;
+    let stall = Duration::from_secs(60);
+    let on_target = loop {
+        if !child.is_running() {
+            return Err(Error::invalid(format!(
+                "strait run exited before the replication was done; {}",
+                log_tail(&log)
+            )));
+        }
+        let n = records_on(target, remote, opts.partitions)
+            .await
+            .unwrap_or(0);
+        if n > 0 && first.is_none() {
+            first = Some(Instant::now());
+        }
+        if n != last {
+            last = n;
+            last_change = Instant::now();
+        }
+        if n >= records {
+            break n;
+        }
+        if last_change.elapsed() > stall {
+            return Err(Error::invalid(format!(
+                "topic {remote}: {n} of {records} records on the target and no progress for {stall:?}; {}",
+                log_tail(&log)
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let done = Instant::now();
+    let (code, cost) = tokio::task::spawn_blocking(move || child.terminate())
+        .await
+        .map_err(|e| Error::invalid(format!("reaping strait run: {e}")))??;
+    if code != Some(0) {
+        return Err(Error::invalid(format!(
+            "strait run did not stop cleanly (exit {code:?}); {}",
+            log_tail(&log)
+        )));
+    }
+    let from = first.unwrap_or(started);
+    Ok((
+        Transfer {
+            bytes: 0,
+            records: on_target,
+            seconds: (done - from).as_secs_f64(),
+        },
+        (done - started).as_secs_f64(),
+        on_target,
+        cost,
+    ))
+}
+
+/// Relays `bytes` through a `strait bench-relay` child; returns the transfer and its cost.
+async fn relay_floor(exe: &Path, bytes: u64) -> Result<(Transfer, ProcessCost)> {
+    let sink = std::net::TcpListener::bind("127.0.0.1:0").map_err(Error::from)?;
+    let sink_addr = sink.local_addr().map_err(Error::from)?.to_string();
+    let mut cmd = Command::new(exe);
+    cmd.arg("bench-relay")
+        .arg("--sink")
+        .arg(&sink_addr)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = Measured::spawn(cmd, "strait bench-relay")?;
+    let stdin = child.take_stdin();
+    let stdout = child
+        .take_stdout()
+        .ok_or_else(|| Error::invalid("bench-relay has no stdout"))?;
+    tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(Error::from)?;
+        let relay_addr = line.trim().to_string();
+        if relay_addr.is_empty() {
+            return Err(Error::invalid("bench-relay did not say where it listens"));
+        }
+        let drain = std::thread::spawn(move || relay::drain(&sink));
+        let start = Instant::now();
+        relay::pump(&relay_addr, bytes).map_err(Error::from)?;
+        let drained = drain
+            .join()
+            .map_err(|_| Error::invalid("the relay drain panicked"))?
+            .map_err(Error::from)?;
+        let seconds = start.elapsed().as_secs_f64();
+        // The relay waits for its stdin to close, so its peak RSS can be read first.
+        child.sample_peak_rss();
+        drop(stdin);
+        let (code, cost) = child.wait()?;
+        if code != Some(0) || drained != bytes {
+            return Err(Error::invalid(format!(
+                "bench-relay exited with {code:?} after relaying {drained} of {bytes} bytes"
+            )));
+        }
+        Ok((
+            Transfer {
+                bytes,
+                records: 0,
+                seconds,
+            },
+            cost,
+        ))
+    })
+    .await
+    .map_err(|e| Error::invalid(format!("relay thread: {e}")))?
+}
+
+/// Produces to a fresh topic at `rate_mb_per_s` while a second `strait run` replicates it, and
+/// probes the target.
+async fn latency_phase(
+    opts: &BenchOptions,
+    source: &Arc<Cluster>,
+    target: &Arc<Cluster>,
+    rate_mb_per_s: f64,
+) -> Result<LatencyRun> {
+    let topic = format!("{}-latency", opts.topic);
+    let remote = remote_topic(&topic);
+    create(source, &topic, opts).await?;
+    let (child, log) = start_strait(opts, &topic, "latency")?;
+    // strait creates the remote topic once it has the source's; then give it a moment to make
+    // every partition's start durable before the clock starts.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        target.invalidate(&remote);
+        if let Ok(Some(t)) = target.topic(&remote).await {
+            if t.partitions.len() == opts.partitions as usize {
+                break;
+            }
+        }
+        if Instant::now() > deadline || !child.is_running() {
+            return Err(Error::invalid(format!(
+                "strait run did not create {remote} on the target; {}",
+                log_tail(&log)
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let state = Arc::new(latency::ProducerState::default());
+    let probe = {
+        let (target, remote, state) = (target.clone(), remote.clone(), state.clone());
+        let partitions = opts.partitions;
+        tokio::spawn(async move {
+            latency::probe(
+                &target,
+                &remote,
+                partitions,
+                &state,
+                Duration::from_secs(30),
+            )
+            .await
+        })
+    };
+    let produced = writer::write_paced(
+        source,
+        &topic,
+        opts.partitions,
+        &opts.shape,
+        rate_mb_per_s * 1e6,
+        Duration::from_secs_f64(opts.latency_seconds),
+    )
+    .await;
+    if let Ok(t) = &produced {
+        state.produced.store(t.records, Ordering::Release);
+    }
+    state.done.store(true, Ordering::Release);
+    let probed = probe
+        .await
+        .map_err(|e| Error::invalid(format!("latency probe: {e}")))?;
+    let stopped = tokio::task::spawn_blocking(move || child.terminate())
+        .await
+        .map_err(|e| Error::invalid(format!("reaping strait run: {e}")))?;
+    let produced = produced?;
+    let (samples, seen) = probed.map_err(|e| Error::invalid(format!("{e}; {}", log_tail(&log))))?;
+    stopped?;
+    let latency = samples
+        .summary()
+        .ok_or_else(|| Error::invalid("the latency probe read no batch"))?;
+    Ok(LatencyRun {
+        rate_mb_per_s,
+        produced,
+        records_seen: seen,
+        latency,
+    })
+}

@@ -1,0 +1,180 @@
+//! A measured child process: started, stopped with SIGTERM, and reaped with `wait4` so its own
+//! CPU time is read from the kernel's accounting. Peak RSS is the child's `VmHWM` read from
+//! `/proc` before it stops: `ru_maxrss` would not do, as Linux carries the RSS of the forking
+//! parent over into it across `exec`.
+
+use std::process::{Child, Command};
+
+use super::report::ProcessCost;
+use crate::error::{Error, Result};
+
+/// A running child whose resource usage is read when it is reaped. Killed on drop if still
+/// running.
+#[derive(Debug)]
+pub struct Measured {
+    child: Option<Child>,
+    what: String,
+    peak_rss: Option<u64>,
+}
+
+impl Measured {
+    /// Spawns `cmd`; `what` names it in errors.
+    pub fn spawn(mut cmd: Command, what: &str) -> Result<Measured> {
+        let child = cmd
+            .spawn()
+            .map_err(|e| Error::invalid(format!("cannot start {what}: {e}")))?;
+        Ok(Measured {
+            child: Some(child),
+            what: what.to_string(),
+            peak_rss: None,
+        })
+    }
+
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// The child's stdout, if it was piped (taken once).
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.as_mut().and_then(|c| c.stdout.take())
+    }
+
+    /// True while the child runs (it is not reaped by this check).
+    pub fn is_running(&self) -> bool {
+        let pid = self.id() as libc::pid_t;
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with WNOWAIT only inspects the child; `info` is a valid out-pointer.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: si_pid is set by waitid when a child changed state, zero otherwise.
+        r == 0 && unsafe { info.si_pid() } == 0
+    }
+
+    /// Reads the child's peak RSS so far (`VmHWM`) and keeps it for the cost returned when it
+    /// is reaped; call it just before the child ends.
+    pub fn sample_peak_rss(&mut self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.id())).ok()?;
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        let bytes = kib * 1024;
+        self.peak_rss = Some(self.peak_rss.unwrap_or(0).max(bytes));
+        self.peak_rss
+    }
+
+    /// Takes the child's stdin, if it was piped (closing it tells `bench-relay` to exit).
+    pub fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.as_mut().and_then(|c| c.stdin.take())
+    }
+
+    /// Sends SIGTERM and reaps the child. Returns its exit code (None when killed by a signal)
+    /// and what it used.
+    pub fn terminate(mut self) -> Result<(Option<i32>, ProcessCost)> {
+        self.sample_peak_rss();
+        // SAFETY: kill on our own child's pid, which is not reaped yet.
+        unsafe {
+            libc::kill(self.id() as libc::pid_t, libc::SIGTERM);
+        }
+        self.wait()
+    }
+
+    /// Waits for the child to exit and reaps it. Returns its exit code (None when killed by a
+    /// signal) and what it used.
+    pub fn wait(mut self) -> Result<(Option<i32>, ProcessCost)> {
+        let Some(child) = self.child.take() else {
+            return Err(Error::invalid(format!("{} was already reaped", self.what)));
+        };
+        let pid = child.id() as libc::pid_t;
+        let mut status: libc::c_int = 0;
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = loop {
+            // SAFETY: wait4 on our own unreaped child with valid out-pointers.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            if r == -1 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
+                continue;
+            }
+            break r;
+        };
+        // The child is reaped: std must not wait for it again (its pipes are closed first).
+        let mut child = child;
+        drop((child.stdin.take(), child.stdout.take(), child.stderr.take()));
+        std::mem::forget(child);
+        if r != pid {
+            return Err(Error::invalid(format!(
+                "cannot reap {}: {}",
+                self.what,
+                std::io::Error::last_os_error()
+            )));
+        }
+        let code = if libc::WIFEXITED(status) {
+            Some(libc::WEXITSTATUS(status))
+        } else {
+            None
+        };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Ok((
+            code,
+            ProcessCost {
+                user_seconds: secs(usage.ru_utime),
+                system_seconds: secs(usage.ru_stime),
+                // Without a sample, ru_maxrss (KiB on Linux), which may include the parent's.
+                peak_rss_bytes: self
+                    .peak_rss
+                    .unwrap_or(usage.ru_maxrss.max(0) as u64 * 1024),
+            },
+        ))
+    }
+}
+
+impl Drop for Measured {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reaps_and_reads_usage() {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3",
+        ]);
+        let m = Measured::spawn(cmd, "a shell loop").unwrap();
+        let (code, cost) = m.wait().unwrap();
+        assert_eq!(code, Some(3));
+        assert!(cost.cpu_seconds() > 0.0);
+        assert!(cost.peak_rss_bytes > 0);
+    }
+
+    #[test]
+    fn terminate_stops_a_sleeper() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let mut m = Measured::spawn(cmd, "sleep").unwrap();
+        assert!(m.is_running());
+        let rss = m.sample_peak_rss().unwrap();
+        assert!(rss > 0 && rss < 64 << 20, "{rss}");
+        let (code, _) = m.terminate().unwrap();
+        assert_eq!(code, None);
+    }
+}

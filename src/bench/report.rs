@@ -1,0 +1,427 @@
+//! What `strait bench` measured, the ratios derived from it, and its text form (sans-io).
+//!
+//! Units: MB is 10^6 bytes, GB 10^9 bytes; bytes are record-batch bytes (what a broker stores).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::stats::Summary;
+
+/// The shape of the data and where it went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    /// Source bootstrap address.
+    pub source: String,
+    /// Target bootstrap address.
+    pub target: String,
+    /// True when the bench started the two clusters itself (local nisshi brokers).
+    pub local_brokers: bool,
+    /// Topic filled on the source and replicated.
+    pub topic: String,
+    /// Its name on the target (strait's remote topic).
+    pub remote_topic: String,
+    /// Topic on the target written directly for the ceiling.
+    pub ceiling_topic: String,
+    /// Partitions of every bench topic.
+    pub partitions: i32,
+    /// Value bytes per record.
+    pub record_bytes: usize,
+    /// Distinct keys.
+    pub key_spread: u64,
+    /// Codec of the batches.
+    pub codec: String,
+    /// Records per batch.
+    pub records_per_batch: usize,
+}
+
+/// Bytes and records moved in a measured time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Transfer {
+    /// Batch bytes.
+    pub bytes: u64,
+    /// Records.
+    pub records: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+impl Transfer {
+    /// MB per second (0 when no time passed).
+    pub fn mb_per_s(&self) -> f64 {
+        per_second(self.bytes as f64 / 1e6, self.seconds)
+    }
+
+    /// Records per second (0 when no time passed).
+    pub fn records_per_s(&self) -> f64 {
+        per_second(self.records as f64, self.seconds)
+    }
+}
+
+fn per_second(amount: f64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        amount / seconds
+    } else {
+        0.0
+    }
+}
+
+/// What a measured child process used, from its resource usage when it was reaped.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ProcessCost {
+    /// User CPU seconds.
+    pub user_seconds: f64,
+    /// System (kernel) CPU seconds.
+    pub system_seconds: f64,
+    /// Peak resident set size in bytes (`VmHWM` just before the process stopped).
+    pub peak_rss_bytes: u64,
+}
+
+impl ProcessCost {
+    /// User plus system CPU seconds.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.user_seconds + self.system_seconds
+    }
+
+    /// CPU seconds per GB of `bytes` (0 for no bytes).
+    pub fn cpu_seconds_per_gb(&self, bytes: u64) -> f64 {
+        if bytes == 0 {
+            0.0
+        } else {
+            self.cpu_seconds() / (bytes as f64 / 1e9)
+        }
+    }
+}
+
+/// The latency phase: records produced at a fixed rate while strait replicates them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyRun {
+    /// Produce rate asked for, MB/s.
+    pub rate_mb_per_s: f64,
+    /// What was produced.
+    pub produced: Transfer,
+    /// Records read back from the target.
+    pub records_seen: u64,
+    /// Batch latencies: time the batch was read on the target minus its max timestamp.
+    pub latency: Summary,
+}
+
+/// Everything `strait bench` measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The data and the clusters.
+    pub settings: Settings,
+    /// The bench's own writer filling the source topic.
+    pub fill: Transfer,
+    /// The same batches written straight into a fresh topic on the target: the ceiling.
+    pub ceiling: Transfer,
+    /// strait's replication, from the first record visible on the target to the last.
+    pub strait: Transfer,
+    /// strait's replication from process start to the last record visible on the target.
+    pub strait_total_seconds: f64,
+    /// Records found on the target's remote topic when the replication was done.
+    pub target_records: u64,
+    /// The strait process (`strait run`), start to stop.
+    pub strait_process: ProcessCost,
+    /// The socket-to-socket relay of the same number of bytes: the floor.
+    pub relay: Transfer,
+    /// The relay process.
+    pub relay_process: ProcessCost,
+    /// The latency phase, when it ran.
+    pub latency: Option<LatencyRun>,
+}
+
+/// The ratios and per-GB figures the report derives from its measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Ratios {
+    /// strait MB/s over the ceiling's MB/s.
+    pub ceiling_fraction: f64,
+    /// strait CPU-seconds per GB.
+    pub strait_cpu_seconds_per_gb: f64,
+    /// Relay CPU-seconds per GB.
+    pub floor_cpu_seconds_per_gb: f64,
+    /// strait's CPU per GB over the relay's.
+    pub floor_multiple: f64,
+}
+
+/// The JSON form: what was measured and what follows from it.
+#[derive(Debug, Clone, Serialize)]
+pub struct JsonReport<'a> {
+    /// The measurements.
+    pub measured: &'a Report,
+    /// The derived figures.
+    pub ratios: Ratios,
+}
+
+impl Report {
+    /// The derived figures.
+    pub fn ratios(&self) -> Ratios {
+        Ratios {
+            ceiling_fraction: self.ceiling_fraction(),
+            strait_cpu_seconds_per_gb: self.strait_cpu_per_gb(),
+            floor_cpu_seconds_per_gb: self.relay_cpu_per_gb(),
+            floor_multiple: self.floor_multiple(),
+        }
+    }
+
+    /// The report as pretty JSON: `{"measured": ..., "ratios": ...}`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(&JsonReport {
+            measured: self,
+            ratios: self.ratios(),
+        })
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// strait's throughput as a fraction of the ceiling's.
+    pub fn ceiling_fraction(&self) -> f64 {
+        ratio(self.strait.mb_per_s(), self.ceiling.mb_per_s())
+    }
+
+    /// strait's CPU seconds per GB.
+    pub fn strait_cpu_per_gb(&self) -> f64 {
+        self.strait_process.cpu_seconds_per_gb(self.strait.bytes)
+    }
+
+    /// The relay's CPU seconds per GB.
+    pub fn relay_cpu_per_gb(&self) -> f64 {
+        self.relay_process.cpu_seconds_per_gb(self.relay.bytes)
+    }
+
+    /// strait's CPU per GB as a multiple of the relay's.
+    pub fn floor_multiple(&self) -> f64 {
+        ratio(self.strait_cpu_per_gb(), self.relay_cpu_per_gb())
+    }
+
+    /// The report as text, one figure a line.
+    pub fn render(&self) -> String {
+        let s = &self.settings;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "strait bench: {} records of {} B, {} partitions, codec {}, {} records a batch, {} keys",
+            self.fill.records,
+            s.record_bytes,
+            s.partitions,
+            s.codec,
+            s.records_per_batch,
+            s.key_spread
+        );
+        let _ = writeln!(
+            o,
+            "source {} -> target {}{}; topic {} -> {}",
+            s.source,
+            s.target,
+            if s.local_brokers {
+                " (two local nisshi brokers)"
+            } else {
+                ""
+            },
+            s.topic,
+            s.remote_topic
+        );
+        let _ = writeln!(o);
+        let line = |o: &mut String, what: &str, t: &Transfer, extra: String| {
+            let _ = writeln!(
+                o,
+                "{what:<34} {:>9.1} MB {:>7.2} s {:>8.1} MB/s {:>10.0} records/s{extra}",
+                t.bytes as f64 / 1e6,
+                t.seconds,
+                t.mb_per_s(),
+                t.records_per_s()
+            );
+        };
+        line(
+            &mut o,
+            "fill (direct write to source)",
+            &self.fill,
+            String::new(),
+        );
+        line(
+            &mut o,
+            "ceiling (direct write to target)",
+            &self.ceiling,
+            String::new(),
+        );
+        line(
+            &mut o,
+            "strait (first to last record)",
+            &self.strait,
+            format!("  = {:.2} of the ceiling", self.ceiling_fraction()),
+        );
+        let _ = writeln!(
+            o,
+            "{:<34} {:>9} records on the target, {:.2} s from process start",
+            "", self.target_records, self.strait_total_seconds
+        );
+        let _ = writeln!(o);
+        let cost = |o: &mut String, what: &str, c: &ProcessCost, per_gb: f64, extra: String| {
+            let _ = writeln!(
+                o,
+                "{what:<34} {:>7.2} CPU-s (user {:.2}, sys {:.2}) {:>6.2} CPU-s/GB  peak RSS {:.1} MB{extra}",
+                c.cpu_seconds(),
+                c.user_seconds,
+                c.system_seconds,
+                per_gb,
+                c.peak_rss_bytes as f64 / 1e6
+            );
+        };
+        cost(
+            &mut o,
+            "strait process",
+            &self.strait_process,
+            self.strait_cpu_per_gb(),
+            format!("  = {:.2}x the floor", self.floor_multiple()),
+        );
+        cost(
+            &mut o,
+            "floor (socket relay, 1 MiB buffer)",
+            &self.relay_process,
+            self.relay_cpu_per_gb(),
+            format!(", {:.1} MB/s", self.relay.mb_per_s()),
+        );
+        let _ = writeln!(o);
+        match &self.latency {
+            Some(l) => {
+                let _ = writeln!(
+                    o,
+                    "latency at {:.1} MB/s ({} records produced in {:.1} s, {} seen on the target): p50 {} ms, p99 {} ms, max {} ms over {} batches",
+                    l.rate_mb_per_s,
+                    l.produced.records,
+                    l.produced.seconds,
+                    l.records_seen,
+                    l.latency.p50_ms,
+                    l.latency.p99_ms,
+                    l.latency.max_ms,
+                    l.latency.count
+                );
+            }
+            None => {
+                let _ = writeln!(o, "latency: not measured");
+            }
+        }
+        o
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        let t = |bytes, records, seconds| Transfer {
+            bytes,
+            records,
+            seconds,
+        };
+        Report {
+            settings: Settings {
+                source: "a:1".into(),
+                target: "b:2".into(),
+                local_brokers: true,
+                topic: "t".into(),
+                remote_topic: "source.t".into(),
+                ceiling_topic: "t-ceiling".into(),
+                partitions: 16,
+                record_bytes: 1000,
+                key_spread: 100,
+                codec: "none".into(),
+                records_per_batch: 64,
+            },
+            fill: t(2_000_000_000, 2_000_000, 20.0),
+            ceiling: t(2_000_000_000, 2_000_000, 10.0),
+            strait: t(2_000_000_000, 2_000_000, 12.5),
+            strait_total_seconds: 13.0,
+            target_records: 2_000_000,
+            strait_process: ProcessCost {
+                user_seconds: 0.5,
+                system_seconds: 1.5,
+                peak_rss_bytes: 50_000_000,
+            },
+            relay: t(2_000_000_000, 0, 1.0),
+            relay_process: ProcessCost {
+                user_seconds: 0.1,
+                system_seconds: 0.7,
+                peak_rss_bytes: 3_000_000,
+            },
+            latency: None,
+        }
+    }
+
+    #[test]
+    fn rates_and_ratios() {
+        let r = report();
+        assert_eq!(r.ceiling.mb_per_s(), 200.0);
+        assert_eq!(r.strait.mb_per_s(), 160.0);
+        assert_eq!(r.strait.records_per_s(), 160_000.0);
+        assert!((r.ceiling_fraction() - 0.8).abs() < 1e-12);
+        assert!((r.strait_cpu_per_gb() - 1.0).abs() < 1e-12);
+        assert!((r.relay_cpu_per_gb() - 0.4).abs() < 1e-12);
+        assert!((r.floor_multiple() - 2.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn json_carries_measurements_and_ratios() {
+        let r = report();
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["measured"]["strait"]["bytes"], 2_000_000_000u64);
+        assert_eq!(v["ratios"]["floor_multiple"], r.floor_multiple());
+        assert_eq!(v["ratios"]["ceiling_fraction"], r.ceiling_fraction());
+    }
+
+    #[test]
+    fn zero_time_and_bytes_do_not_divide_by_zero() {
+        let t = Transfer {
+            bytes: 10,
+            records: 1,
+            seconds: 0.0,
+        };
+        assert_eq!(t.mb_per_s(), 0.0);
+        let c = ProcessCost {
+            user_seconds: 1.0,
+            system_seconds: 0.0,
+            peak_rss_bytes: 0,
+        };
+        assert_eq!(c.cpu_seconds_per_gb(0), 0.0);
+    }
+
+    #[test]
+    fn render_shows_every_figure_and_ratio() {
+        let mut r = report();
+        let text = r.render();
+        assert!(text.contains("= 0.80 of the ceiling"), "{text}");
+        assert!(text.contains("1.00 CPU-s/GB"), "{text}");
+        assert!(text.contains("0.40 CPU-s/GB"), "{text}");
+        assert!(text.contains("= 2.50x the floor"), "{text}");
+        assert!(text.contains("peak RSS 50.0 MB"), "{text}");
+        assert!(text.contains("latency: not measured"), "{text}");
+        r.latency = Some(LatencyRun {
+            rate_mb_per_s: 80.0,
+            produced: Transfer {
+                bytes: 400_000_000,
+                records: 400_000,
+                seconds: 5.0,
+            },
+            records_seen: 400_000,
+            latency: Summary {
+                count: 6000,
+                p50_ms: 4,
+                p99_ms: 21,
+                max_ms: 40,
+            },
+        });
+        let text = r.render();
+        assert!(
+            text.contains("p50 4 ms, p99 21 ms, max 40 ms over 6000 batches"),
+            "{text}"
+        );
+    }
+}

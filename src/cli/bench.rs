@@ -1,0 +1,150 @@
+//! `strait bench` (throughput, CPU per GB, peak RSS and latency, next to the target broker's
+//! ceiling and a socket relay's floor) and the hidden `strait bench-relay` it runs as the floor.
+
+use std::path::PathBuf;
+
+use strait::bench::data::DataShape;
+use strait::bench::{relay, BenchOptions};
+use strait::error::{Error, Result};
+use strait::local_broker::{nisshi_path, LocalBroker};
+use strait::records::Compression;
+
+/// Arguments of `strait bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Source cluster `host:port` (default: start two local nisshi brokers).
+    #[arg(long, requires = "target")]
+    pub source: Option<String>,
+    /// Target cluster `host:port`.
+    #[arg(long, requires = "source")]
+    pub target: Option<String>,
+    /// Partitions of the bench topics.
+    #[arg(long, default_value_t = 16)]
+    pub partitions: i32,
+    /// Records to replicate (rounded up to whole batches).
+    #[arg(long, default_value_t = 500_000)]
+    pub records: u64,
+    /// Value bytes per record.
+    #[arg(long, default_value_t = 1000)]
+    pub record_bytes: usize,
+    /// Distinct record keys.
+    #[arg(long, default_value_t = 100_000)]
+    pub keys: u64,
+    /// Codec of the batches.
+    #[arg(long, default_value = "none")]
+    pub codec: Compression,
+    /// Uncompressed batch size in bytes.
+    #[arg(long, default_value_t = 64 * 1024)]
+    pub batch_bytes: usize,
+    /// Seconds of the latency phase (0 skips it).
+    #[arg(long, default_value_t = 5.0)]
+    pub latency_secs: f64,
+    /// Produce rate of the latency phase in MB/s (default: half of strait's measured throughput).
+    #[arg(long)]
+    pub latency_mb_per_s: Option<f64>,
+    /// Replication factor of the topics created.
+    #[arg(long, default_value_t = 1)]
+    pub replication_factor: i16,
+    /// strait's `buffer_bytes` (default: strait's default).
+    #[arg(long)]
+    pub buffer_bytes: Option<usize>,
+    /// strait's `fetch_max_bytes` (default: strait's default).
+    #[arg(long)]
+    pub fetch_max_bytes: Option<usize>,
+    /// strait's `fetch_max_wait_ms` (default: strait's default).
+    #[arg(long)]
+    pub fetch_max_wait_ms: Option<u64>,
+    /// Source topic name (default `strait-bench-<time>`); it must not exist.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// The nisshi binary for the local brokers (default: on PATH or in ~/.cargo/bin).
+    #[arg(long)]
+    pub nisshi: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `strait bench-relay`.
+#[derive(Debug, clap::Args)]
+pub struct RelayArgs {
+    /// Where to relay to.
+    #[arg(long)]
+    pub sink: String,
+}
+
+/// Runs the bench and returns the report.
+pub async fn run(args: &BenchArgs) -> Result<String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::invalid(format!("cannot find the strait binary: {e}")))?;
+    let stamp = strait::replicate::store::now_ms();
+    let work_dir =
+        std::env::temp_dir().join(format!("strait-bench-{}-{stamp}", std::process::id()));
+    let mut local = Vec::new();
+    let (source, target) = match (&args.source, &args.target) {
+        (Some(s), Some(t)) => (s.clone(), t.clone()),
+        _ => {
+            let nisshi = nisshi_path(args.nisshi.as_deref())?;
+            eprintln!("starting two local nisshi brokers ...");
+            local.push(LocalBroker::start(&nisshi, "bench_source").await?);
+            local.push(LocalBroker::start(&nisshi, "bench_target").await?);
+            (local[0].addr().to_string(), local[1].addr().to_string())
+        }
+    };
+    let opts = BenchOptions {
+        source,
+        target,
+        local_brokers: !local.is_empty(),
+        exe,
+        topic: args
+            .topic
+            .clone()
+            .unwrap_or_else(|| format!("strait-bench-{stamp}")),
+        partitions: args.partitions,
+        records: args.records,
+        shape: DataShape {
+            record_bytes: args.record_bytes,
+            key_spread: args.keys.max(1),
+            codec: args.codec,
+            batch_bytes: args.batch_bytes,
+        },
+        replication_factor: args.replication_factor,
+        latency_seconds: args.latency_secs.max(0.0),
+        latency_rate_mb_per_s: args.latency_mb_per_s.filter(|r| *r > 0.0),
+        buffer_bytes: args.buffer_bytes,
+        fetch_max_bytes: args.fetch_max_bytes,
+        fetch_max_wait_ms: args.fetch_max_wait_ms,
+        work_dir: work_dir.clone(),
+    };
+    let report = strait::bench::run(&opts, &|line| eprintln!("{line} ...")).await;
+    drop(local);
+    match report {
+        Ok(r) => {
+            let _ = std::fs::remove_dir_all(&work_dir);
+            if args.json {
+                Ok(r.to_json() + "\n")
+            } else {
+                Ok(r.render())
+            }
+        }
+        Err(e) => Err(Error::invalid(format!(
+            "{e} (configurations and logs kept in {})",
+            work_dir.display()
+        ))),
+    }
+}
+
+/// Listens on a free loopback port, prints `host:port` on stdout, relays one connection to
+/// `--sink` with a 1 MiB buffer, and exits when its stdin closes (so the bench can read its
+/// peak RSS first).
+pub fn relay(args: &RelayArgs) -> Result<String> {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(Error::from)?;
+    let addr = listener.local_addr().map_err(Error::from)?;
+    let mut out = std::io::stdout();
+    writeln!(out, "{addr}").map_err(Error::from)?;
+    out.flush().map_err(Error::from)?;
+    relay::serve_once(&listener, &args.sink).map_err(Error::from)?;
+    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    Ok(String::new())
+}

@@ -1,0 +1,141 @@
+//! `strait bench` end to end, small: against two clusters given by address (checked afterwards
+//! with rdkafka) and in its default mode with its own local brokers. Only consistency is
+//! checked, never speed.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{consume_all, Broker};
+
+fn strait() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strait"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn bench_against_two_clusters_reports_consistent_figures() {
+    let a = Broker::start("bench-a");
+    let b = Broker::start("bench-b");
+    let out = strait()
+        .args([
+            "bench",
+            "--source",
+            &a.bootstrap(),
+            "--target",
+            &b.bootstrap(),
+        ])
+        .args([
+            "--topic",
+            "bench_t",
+            "--partitions",
+            "3",
+            "--records",
+            "3000",
+        ])
+        .args(["--record-bytes", "500", "--keys", "50", "--codec", "zstd"])
+        .args(["--latency-secs", "1", "--json"])
+        .output()
+        .expect("run strait bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "strait bench failed: {stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let m = &v["measured"];
+    let per_batch = u(&m["settings"]["records_per_batch"]);
+    assert_eq!(per_batch, 64 * 1024 / 530); // 64 KiB / (500 + 30)
+    let records = u(&m["fill"]["records"]);
+    assert_eq!(records, 3000u64.div_ceil(per_batch) * per_batch);
+    assert_eq!(u(&m["target_records"]), records);
+    assert_eq!(u(&m["strait"]["records"]), records);
+    assert_eq!(u(&m["ceiling"]["records"]), records);
+    let bytes = u(&m["fill"]["bytes"]);
+    assert!(bytes > 0);
+    for part in ["ceiling", "strait", "relay"] {
+        assert_eq!(u(&m[part]["bytes"]), bytes, "{part} moved other bytes");
+    }
+    for part in ["fill", "ceiling", "strait", "relay"] {
+        assert!(f(&m[part]["seconds"]) > 0.0, "{part}");
+    }
+    for proc in ["strait_process", "relay_process"] {
+        let cpu = f(&m[proc]["user_seconds"]) + f(&m[proc]["system_seconds"]);
+        assert!(cpu > 0.0, "{proc} used no CPU");
+        assert!(u(&m[proc]["peak_rss_bytes"]) > 0, "{proc}");
+    }
+    // The ratios are those of the measured values.
+    let r = &v["ratios"];
+    let mbps = |part: &str| u(&m[part]["bytes"]) as f64 / 1e6 / f(&m[part]["seconds"]);
+    assert!(close(
+        f(&r["ceiling_fraction"]),
+        mbps("strait") / mbps("ceiling")
+    ));
+    let per_gb = |proc: &str, part: &str| {
+        (f(&m[proc]["user_seconds"]) + f(&m[proc]["system_seconds"]))
+            / (u(&m[part]["bytes"]) as f64 / 1e9)
+    };
+    let strait_gb = per_gb("strait_process", "strait");
+    let floor_gb = per_gb("relay_process", "relay");
+    assert!(close(f(&r["strait_cpu_seconds_per_gb"]), strait_gb));
+    assert!(close(f(&r["floor_cpu_seconds_per_gb"]), floor_gb));
+    assert!(close(f(&r["floor_multiple"]), strait_gb / floor_gb));
+    // Latency phase: everything produced was read back, percentiles in order.
+    let l = &m["latency"];
+    assert_eq!(u(&l["records_seen"]), u(&l["produced"]["records"]));
+    assert!(u(&l["produced"]["records"]) > 0);
+    assert!(u(&l["latency"]["count"]) > 0);
+    let (p50, p99, max) = (
+        l["latency"]["p50_ms"].as_i64().unwrap(),
+        l["latency"]["p99_ms"].as_i64().unwrap(),
+        l["latency"]["max_ms"].as_i64().unwrap(),
+    );
+    assert!(p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
+
+    // An independent reader finds every record on the target, with the source's keys.
+    let remote = m["settings"]["remote_topic"].as_str().unwrap();
+    assert_eq!(remote, "source.bench_t");
+    let got = consume_all(
+        &b.bootstrap(),
+        remote,
+        records as usize,
+        Duration::from_secs(30),
+    );
+    assert_eq!(got.len() as u64, records);
+    let mut keys: Vec<_> = got.iter().map(|r| r.key.clone().unwrap()).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 50);
+    assert!(got.iter().all(|r| r.value.as_ref().unwrap().len() == 500));
+}
+
+#[test]
+fn bench_starts_its_own_brokers_by_default() {
+    support::broker::nisshi_binary(); // a clear message when nisshi is missing
+    let out = strait()
+        .args(["bench", "--partitions", "2", "--records", "500"])
+        .args(["--record-bytes", "1000", "--latency-secs", "0"])
+        .output()
+        .expect("run strait bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "strait bench failed: {stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(two local nisshi brokers)"), "{text}");
+    assert!(text.contains("records on the target"), "{text}");
+    assert!(text.contains("of the ceiling"), "{text}");
+    assert!(text.contains("x the floor"), "{text}");
+    assert!(text.contains("latency: not measured"), "{text}");
+    // 500 records in batches of 63: 8 batches, 504 records, all replicated.
+    assert!(text.contains("strait bench: 504 records"), "{text}");
+    assert!(text.contains("504 records on the target"), "{text}");
+}
