@@ -28,6 +28,32 @@ const WRONG_PASSWORD: &str = "pw-Wrong-Guess-77Hq";
 /// Every configured secret of these tests.
 const SECRETS: &[&str] = &[SCRAM256_PASSWORD, SCRAM512_PASSWORD, WRONG_PASSWORD];
 
+/// The bearer token of the status endpoints in the flow test.
+const HTTP_TOKEN: &str = "tok-Zq81-vv93-LLk2-status";
+
+/// `GET path` from the status server at `addr`, with an optional bearer token: (code, body).
+fn http_get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::Read as _;
+    let mut s = TcpStream::connect(addr).expect("connect to the status server");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read");
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, body.to_string())
+}
+
 /// Fails if `text` contains any of `secrets` (or a long enough piece of one).
 fn assert_no_secret(what: &str, text: &str, secrets: &[&str]) {
     for s in secrets {
@@ -587,10 +613,18 @@ fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
 
     let dir = temp_dir("flow");
     let env_var = ("STRAIT_TEST_B_PASSWORD", SCRAM512_PASSWORD);
+    // The status endpoints, protected by a bearer token (itself a secret).
+    let token_var = ("STRAIT_TEST_HTTP_TOKEN", HTTP_TOKEN);
+    let http = format!("127.0.0.1:{}", support::broker::free_port());
+    let http_table = format!(
+        "[http]\nlisten = \"{http}\"\ntoken = {{ env = \"{}\" }}\n",
+        token_var.0
+    );
     let config = write_file(
         &dir,
         "flow.toml",
-        &flow_toml(
+        &(http_table
+            + &flow_toml(
             &a.bootstrap(),
             &format!(
                 "[clusters.b]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"{SCRAM512_USER}\"\nsasl_password = {{ env = \"{}\" }}\nssl_ca_file = \"{}\"\nssl_server_name = \"localhost\"\n",
@@ -599,10 +633,12 @@ fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
                 pki.ca_cert.display()
             ),
             &topic,
-        ),
+        )),
     );
     let remote = format!("a.{topic}");
-    let run = Running::start(&config, &[env_var], &dir.join("run.log"));
+    // Commands run in-process (end_offsets) load the same file, token included.
+    std::env::set_var(token_var.0, token_var.1);
+    let run = Running::start(&config, &[env_var, token_var], &dir.join("run.log"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while end_offsets(&config, "b", &remote, env_var) < n as i64 {
         assert!(
@@ -612,9 +648,38 @@ fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
+    let all_secrets: Vec<&str> = SECRETS.iter().copied().chain([HTTP_TOKEN]).collect();
+    // Every metric and API answer of the running instance.
+    let (code, body) = http_get(&http, "/api/status", None);
+    assert_eq!(code, 401, "a request without the token is refused: {body}");
+    assert_no_secret("401 answer", &body, &all_secrets);
+    let (code, _) = http_get(&http, "/metrics", Some("wrong-token"));
+    assert_eq!(code, 401, "a wrong token is refused");
+    let mut answers = String::new();
+    for path in [
+        "/metrics",
+        "/api/status",
+        "/api/flows",
+        "/api/groups",
+        "/health",
+        "/ready",
+    ] {
+        let (code, body) = http_get(&http, path, Some(HTTP_TOKEN));
+        assert!(
+            code == 200 || (path == "/ready" && code == 503),
+            "{path}: {code} {body}"
+        );
+        answers.push_str(&body);
+    }
+    assert!(
+        answers.contains("strait_replication_records_total"),
+        "{answers}"
+    );
+    assert!(answers.contains(&remote), "{answers}");
+    assert_no_secret("metrics and API answers", &answers, &all_secrets);
     let log = run.stop();
     assert!(log.contains("TRACE") || log.contains("DEBUG"), "{log}");
-    assert_no_secret("strait run log (trace level)", &log, SECRETS);
+    assert_no_secret("strait run log (trace level)", &log, &all_secrets);
 
     // Check the target's records with rdkafka (built without SSL/SASL here) through a plain,
     // unauthenticated broker on the same storage.
