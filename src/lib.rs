@@ -7,6 +7,8 @@
 //! - [`sasl`], [`tls`], [`secret`]: secure clusters (SASL PLAIN/SCRAM, TLS, secrets kept out of
 //!   logs and messages).
 //! - [`metrics`], [`observe`]: metrics, the REST API, the status page and its HTTP server.
+//! - [`replicate`]: flows, with [`mirror`] topics and scale-out through [`assignment`].
+//! - [`table`]: the commands' plain-text tables.
 //!
 //! The library never owns the process: no global state, no printing, no `exit`.
 
@@ -29,6 +31,7 @@ pub mod records;
 pub mod replicate;
 pub mod sasl;
 pub mod secret;
+pub mod table;
 pub mod tls;
 
 pub use error::{Error, ErrorKind, Result};

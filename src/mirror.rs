@@ -162,9 +162,7 @@ impl MirrorRecord {
     pub fn has_done(&self, cmd: &MirrorCommand) -> bool {
         self.command_at_ms >= cmd.at_ms && self.state == cmd.action.final_state()
     }
-}
 
-impl MirrorRecord {
     /// Applies a command to the record. Stopped mirrors never change again; a second promote
     /// while promoting is a no-op. Returns whether the record changed.
     pub fn apply(&mut self, cmd: &MirrorCommand, now_ms: i64) -> bool {
@@ -466,33 +464,7 @@ pub fn format_status(rows: &[MirrorPartitionStatus]) -> String {
             r.offsets.clone(),
         ]);
     }
-    format_table(&cells)
-}
-
-/// Left-aligned columns separated by two spaces; the last column is not padded.
-pub fn format_table(cells: &[Vec<String>]) -> String {
-    let cols = cells.iter().map(|r| r.len()).max().unwrap_or(0);
-    let mut width = vec![0; cols];
-    for row in cells {
-        for (i, c) in row.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in cells {
-        let mut line = String::new();
-        for (i, c) in row.iter().enumerate() {
-            if i + 1 == row.len() {
-                line.push_str(c);
-            } else {
-                line.push_str(c);
-                line.push_str(&" ".repeat(width[i] - c.chars().count() + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    crate::table::format(&cells)
 }
 
 #[cfg(test)]

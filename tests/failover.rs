@@ -4,12 +4,14 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
-use support::{consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestRecord};
+use support::{
+    consume_all, create_topic, produce_records, topic_name, Broker, Codec, StraitRun, TestRecord,
+};
 
 const TOPIC: &str = "global_iot";
 const REMOTE: &str = "cluster_a.global_iot";
@@ -150,16 +152,6 @@ fn apply(bootstrap: &str, group: &str, offsets: &BTreeMap<(String, i32), i64>) {
     c.commit(&tpl, CommitMode::Sync).expect("reset offsets");
 }
 
-struct Run(Child);
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn lab6_failover_and_failback_resume_exactly() {
     let (mut a, _proxy_a) = Broker::start_behind_proxy("cluster_a");
@@ -226,18 +218,7 @@ fn lab6_failover_and_failback_resume_exactly() {
         consumed.insert(group, last);
     }
     let log = dir.join("run.log");
-    let _run = Run(Command::new(env!("CARGO_BIN_EXE_strait"))
-        .args([
-            "--log",
-            "info,strait::replicate::flow=debug",
-            "run",
-            "--config",
-        ])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("strait run"));
+    let _run = StraitRun::start_with(&config, &log, "info,strait::replicate::flow=debug");
     let groups = ["good.failover", "bad.failover", "cmd.failover", "lagging"];
     wait_until(
         "checkpoints of every group on cluster_b",
@@ -504,21 +485,8 @@ fn group_offset_sync_moves_idle_groups_forward_and_leaves_their_own_commits_alon
             .expect("tpl");
         c.commit(&tpl, CommitMode::Sync).expect("commit");
     };
-    let committed = |bootstrap: &str, group: &str, topic: &str| -> Option<i64> {
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
-            .set("group.id", group)
-            .create()
-            .expect("consumer");
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition(topic, 0);
-        let got = c
-            .committed_offsets(tpl, Duration::from_secs(10))
-            .expect("committed");
-        got.elements().first().and_then(|e| match e.offset() {
-            Offset::Offset(o) => Some(o),
-            _ => None,
-        })
+    let committed = |bootstrap: &str, group: &str, topic: &str| {
+        support::data::committed_offset(bootstrap, group, topic, 0)
     };
     commit(&a.bootstrap(), "synced", "t", 300);
     commit(&a.bootstrap(), "own", "t", 300);
@@ -526,13 +494,7 @@ fn group_offset_sync_moves_idle_groups_forward_and_leaves_their_own_commits_alon
     create_topic(&b.bootstrap(), "a.t", 1);
     commit(&b.bootstrap(), "own", "a.t", 5);
     let log = dir.join("run.log");
-    let _run = Run(Command::new(env!("CARGO_BIN_EXE_strait"))
-        .args(["--log", "info", "run", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("strait run"));
+    let _run = StraitRun::start_with(&config, &log, "info");
     wait_until(
         "synced group committed on b",
         Duration::from_secs(60),

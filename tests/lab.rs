@@ -2,85 +2,17 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::ClientConfig;
-use support::{consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestRecord};
+use support::{
+    consume_all, create_topic, produce_records, topic_name, Broker, Codec, StraitRun, TestRecord,
+};
 
 /// A `strait run` child process.
-struct Strait {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Strait {
-    fn start(config: &Path, log: &Path) -> Strait {
-        let file = std::fs::File::create(log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
-            .args(["--log", "info,strait=debug", "run", "--config"])
-            .arg(config)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("start strait run");
-        Strait {
-            child,
-            log: log.to_path_buf(),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(ok.success());
-    }
-
-    /// SIGTERM, then waits for a clean exit.
-    fn stop(mut self) -> String {
-        self.signal("-TERM");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(
-                    status.success(),
-                    "strait run exited with {status}:\n{}",
-                    self.log()
-                );
-                return self.log();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "strait run did not stop on SIGTERM:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// kill -9.
-    fn kill9(mut self) -> String {
-        self.signal("-KILL");
-        let _ = self.child.wait();
-        self.log()
-    }
-}
-
-impl Drop for Strait {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn topics(bootstrap: &str) -> Vec<(String, usize)> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -99,7 +31,7 @@ fn topics(bootstrap: &str) -> Vec<(String, usize)> {
 fn wait_until(
     what: &str,
     timeout: Duration,
-    strait: Option<&Strait>,
+    strait: Option<&StraitRun>,
     mut cond: impl FnMut() -> bool,
 ) {
     let deadline = Instant::now() + timeout;
@@ -107,7 +39,7 @@ fn wait_until(
         if Instant::now() > deadline {
             panic!(
                 "timed out waiting for {what}\n{}",
-                strait.map(Strait::log).unwrap_or_default()
+                strait.map(StraitRun::log).unwrap_or_default()
             );
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -208,7 +140,7 @@ fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) {
         Codec::Lz4,
     );
 
-    let strait = Strait::start(&config, &dir.join("strait.log"));
+    let strait = StraitRun::start(&config, &dir.join("strait.log"));
     // Producers keep writing while strait replicates.
     let producer = {
         let boot = a.bootstrap();
@@ -402,7 +334,7 @@ fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
     // Slow the target down so the kill falls inside the backlog, with produce responses in flight.
     proxy_b.update_faults(|f| f.response_delay = Some(Duration::from_millis(30)));
 
-    let strait = Strait::start(&config, &dir.join("run1.log"));
+    let strait = StraitRun::start(&config, &dir.join("run1.log"));
     wait_until(
         "part of the backlog on b",
         Duration::from_secs(60),
@@ -415,7 +347,9 @@ fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
                     > (n as i64) / 5
         },
     );
-    let first = strait.kill9();
+    let mut strait = strait;
+    strait.kill9();
+    let first = strait.log();
     let landed: i64 = high_watermarks(&b.bootstrap(), "a.backlog").iter().sum();
     assert!(
         landed < n as i64,
@@ -423,7 +357,7 @@ fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
     );
 
     proxy_b.update_faults(|f| f.response_delay = None);
-    let strait = Strait::start(&config, &dir.join("run2.log"));
+    let strait = StraitRun::start(&config, &dir.join("run2.log"));
     let a_ends = high_watermarks(&a.bootstrap(), topic);
     wait_until(
         "the whole backlog on b",
@@ -514,7 +448,7 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
         &[("cleanup.policy", "compact")],
     );
 
-    let strait = Strait::start(&config, &dir.join("run.log"));
+    let strait = StraitRun::start(&config, &dir.join("run.log"));
     wait_until(
         "fine replicated",
         Duration::from_secs(60),
@@ -566,7 +500,7 @@ fn lost_produce_answers_with_requests_in_flight_give_no_duplicates() {
     };
     support::data::produce_records_with(&a.bootstrap(), "orders", &readings("o", 0, n, 3), &opts);
     proxy_b.update_faults(|f| f.response_delay = Some(Duration::from_millis(30)));
-    let strait = Strait::start(&config, &dir.join("run.log"));
+    let strait = StraitRun::start(&config, &dir.join("run.log"));
     // Data requests are flowing (the proxy counts batches as they pass: no round trip).
     let deadline = Instant::now() + Duration::from_secs(60);
     while proxy_b.produce_batches() < 12 {

@@ -6,14 +6,16 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use support::data::watermarks;
-use support::{consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestRecord};
+use support::{
+    consume_all, create_topic, produce_records, topic_name, Broker, Codec, StraitRun, TestRecord,
+};
 
 fn strait(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_strait"))
@@ -27,32 +29,12 @@ fn strait(args: &[&str]) -> (bool, String, String) {
     )
 }
 
-struct Run(Child, PathBuf);
-impl Run {
-    fn start(config: &Path, log: PathBuf) -> Run {
-        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
-            .args(["--log", "info", "run", "--config"])
-            .arg(config)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("strait run");
-        Run(child, log)
-    }
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.1).unwrap_or_default()
-    }
-}
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
+/// `strait run` at log level info.
+fn start(config: &Path, log: &Path) -> StraitRun {
+    StraitRun::start_with(config, log, "info")
 }
 
-fn wait_until(what: &str, run: &Run, mut cond: impl FnMut() -> bool) {
+fn wait_until(what: &str, run: &StraitRun, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(90);
     while !cond() {
         assert!(
@@ -64,23 +46,8 @@ fn wait_until(what: &str, run: &Run, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// The offset `group` committed for `topic`/`partition`, if any.
 fn committed(bootstrap: &str, group: &str, topic: &str, partition: i32) -> Option<i64> {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("broker.address.family", "v4")
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition(topic, partition);
-    let got = c.committed_offsets(tpl, Duration::from_secs(10)).ok()?;
-    let e = got.elements_for_topic(topic).into_iter().next()?;
-    match e.offset() {
-        Offset::Offset(o) => Some(o),
-        _ => None,
-    }
+    support::data::committed_offset(bootstrap, group, topic, partition)
 }
 
 /// Reads `n` records of partition 0 of `topic` as `group` from its committed offset, commits,
@@ -186,7 +153,7 @@ fn cluster_linking_walkthrough() {
         Some(100)
     );
 
-    let run = Run::start(&config, dir.join("run.log"));
+    let run = start(&config, &dir.join("run.log"));
     // Within the sync interval east shows someGroup at 100 and west-trades ending at 100.
     wait_until("someGroup at 100 on east", &run, || {
         end(&east.direct_bootstrap(), topic, 0) == 100
@@ -391,7 +358,7 @@ fn identical_offsets_in_every_codec_and_foreign_writes_stop_a_partition() {
     );
     let total = per_codec * codecs.len();
 
-    let run = Run::start(&config, dir.join("run.log"));
+    let run = start(&config, &dir.join("run.log"));
     let source_marks = watermarks(&west.direct_bootstrap(), topic);
     wait_until("every partition mirrored", &run, || {
         watermarks(&east.direct_bootstrap(), topic) == source_marks
@@ -508,7 +475,7 @@ fn pause_resume_and_failover_are_durable_and_taken_up_while_running() {
         create_topic(&w, t, 1);
         produce_records(&w, t, &numbers(1, 20), Codec::None);
     }
-    let run = Run::start(&config, dir.join("run.log"));
+    let run = start(&config, &dir.join("run.log"));
     wait_until("both mirrored", &run, || {
         end(&e, "orders", 0) == 20 && end(&e, "payments", 0) == 20
     });
@@ -583,7 +550,7 @@ fn pause_resume_and_failover_are_durable_and_taken_up_while_running() {
     );
     produce_records(&w, "orders", &numbers(31, 40), Codec::None);
     produce_records(&w, "payments", &numbers(31, 40), Codec::None);
-    let run = Run::start(&config, dir.join("run2.log"));
+    let run = start(&config, &dir.join("run2.log"));
     wait_until("payments after restart", &run, || {
         end(&e, "payments", 0) == 40
     });

@@ -6,7 +6,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,51 +14,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use support::broker::free_port;
-use support::{create_topic, produce_records, topic_name, Broker, Codec, TestRecord};
-
-/// A `strait run` child process, stopped with SIGTERM when dropped.
-struct Strait {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Strait {
-    fn start(config: &Path, log: &Path) -> Strait {
-        let file = std::fs::File::create(log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
-            .args(["--log", "info,strait=debug", "run", "--config"])
-            .arg(config)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("start strait run");
-        Strait {
-            child,
-            log: log.to_path_buf(),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Strait {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::{create_topic, produce_records, topic_name, Broker, Codec, StraitRun, TestRecord};
 
 /// A plain HTTP GET with std: status code and body.
 fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
@@ -76,7 +32,7 @@ fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
     Some((code, body.to_string()))
 }
 
-fn wait_until(what: &str, strait: &Strait, timeout: Duration, mut cond: impl FnMut() -> bool) {
+fn wait_until(what: &str, strait: &StraitRun, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !cond() {
         assert!(
@@ -134,7 +90,7 @@ fn commit(bootstrap: &str, group: &str, offsets: &[(&str, i32, i64)]) {
 struct Setup {
     a: Broker,
     b: Broker,
-    strait: Strait,
+    strait: StraitRun,
     http: String,
     dir: PathBuf,
 }
@@ -163,7 +119,7 @@ fn setup(name: &str) -> Setup {
         ),
     )
     .expect("config");
-    let strait = Strait::start(&config, &dir.join("strait.log"));
+    let strait = StraitRun::start(&config, &dir.join("strait.log"));
     wait_until("/ready = 200", &strait, Duration::from_secs(30), || {
         http_get(&http, "/ready").is_some_and(|(c, _)| c == 200)
     });
@@ -403,7 +359,7 @@ fn metrics_rest_api_and_status_follow_the_data() {
         "{m}"
     );
     // No clean stop is possible without the target: end it now.
-    let _ = strait.child.kill();
+    strait.kill9();
 }
 
 fn chromium() -> PathBuf {

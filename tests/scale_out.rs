@@ -7,56 +7,23 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::data::watermarks;
-use support::{consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestRecord};
+use support::{
+    consume_all, create_topic, produce_records, topic_name, Broker, Codec, StraitRun, TestRecord,
+};
 
 const PARTITIONS: i32 = 24;
 const TOPIC: &str = "events";
 const REMOTE: &str = "a.events";
 
-struct Instance {
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl Instance {
-    fn start(config: &Path, log: PathBuf) -> Instance {
-        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
-            .args(["--log", "info", "run", "--config"])
-            .arg(config)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("strait run");
-        Instance {
-            child: Some(child),
-            log,
-        }
-    }
-
-    fn signal(&mut self, sig: &str) {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args([sig, &c.id().to_string()])
-                .status();
-            let _ = c.wait();
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        self.signal("-TERM");
-    }
+/// One instance: `strait run` at log level info.
+fn instance(config: &Path, log: PathBuf) -> StraitRun {
+    StraitRun::start_with(config, &log, "info")
 }
 
 /// `strait members --units`: (member, unit) lines.
@@ -78,7 +45,7 @@ fn units(config: &Path) -> Vec<(String, String)> {
 
 /// Waits until `n` members run every unit (the 24 partitions of `events`, the one of the
 /// source's `heartbeats` topic and the flow's duties), each unit once and every member some.
-fn wait_for_members(config: &Path, n: usize, logs: &[&Instance]) -> BTreeMap<String, usize> {
+fn wait_for_members(config: &Path, n: usize, logs: &[&StraitRun]) -> BTreeMap<String, usize> {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let u = units(config);
@@ -154,24 +121,28 @@ fn instances_share_partitions_and_hand_them_over_exactly_once() {
         })
     };
 
-    let mut s1 = Instance::start(&config, dir.join("s1.log"));
-    let mut s2 = Instance::start(&config, dir.join("s2.log"));
-    let s3 = Instance::start(&config, dir.join("s3.log"));
+    let mut s1 = instance(&config, dir.join("s1.log"));
+    let mut s2 = instance(&config, dir.join("s2.log"));
+    let s3 = instance(&config, dir.join("s3.log"));
     let shares = wait_for_members(&config, 3, &[&s1, &s2, &s3]);
     assert!(shares.values().all(|c| *c >= 8), "balanced: {shares:?}");
 
     // SIGTERM: s1 drains, stores its progress and leaves; the others take over at once.
-    s1.signal("-TERM");
+    assert!(
+        s1.terminate(Duration::from_secs(30)),
+        "clean stop\n{}",
+        s1.log()
+    );
     assert!(s1.log().contains("left the group"), "{}", s1.log());
     wait_for_members(&config, 2, &[&s2, &s3]);
 
     // kill -9 and restart: s2's partitions move after its session times out.
-    s2.signal("-KILL");
-    let s2b = Instance::start(&config, dir.join("s2b.log"));
+    s2.kill9();
+    let s2b = instance(&config, dir.join("s2b.log"));
     wait_for_members(&config, 2, &[&s2b, &s3]);
 
     // A fourth instance joins.
-    let s4 = Instance::start(&config, dir.join("s4.log"));
+    let s4 = instance(&config, dir.join("s4.log"));
     let shares = wait_for_members(&config, 3, &[&s2b, &s3, &s4]);
     assert!(shares.values().all(|c| *c >= 8), "balanced: {shares:?}");
 

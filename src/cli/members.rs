@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use strait::assignment::WorkItem;
 use strait::error::{Error, Result};
-use strait::mirror::format_table;
 use strait::replicate::lists::CONTROL_TOPIC;
 use strait::replicate::membership::{
     assignment_key, group_id, held_key, StoredAssignment, StoredHeld,
@@ -131,5 +130,5 @@ pub async fn run(args: &MembersArgs) -> Result<String> {
     if args.units {
         return Ok(units.into_iter().map(|u| u + "\n").collect());
     }
-    Ok(format_table(&rows))
+    Ok(strait::table::format(&rows))
 }

@@ -9,7 +9,7 @@ use strait::client::{Cluster, EARLIEST, LATEST};
 use strait::config::{Config, FlowConfig, FlowMode};
 use strait::error::{Error, Result};
 use strait::mirror::{
-    format_table, lag, offsets_mode, GroupFilters, LinkSettings, MirrorAction, MirrorCommand,
+    lag, offsets_mode, GroupFilters, LinkSettings, MirrorAction, MirrorCommand,
     MirrorPartitionStatus, MirrorRecord, MirrorState,
 };
 use strait::offsets::OffsetMap;
@@ -17,7 +17,6 @@ use strait::protocol::error_code;
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::records::batch::{split, Entry};
 use strait::replicate::mirrors::{self, ControlView};
-use strait::replicate::progress::{self, PROGRESS_TOPIC};
 use strait::replicate::store;
 
 /// Arguments of `strait mirror`.
@@ -222,25 +221,17 @@ async fn list(t: &Target) -> Result<String> {
             ]);
         }
     }
-    Ok(format_table(&rows))
+    Ok(strait::table::format(&rows))
 }
 
 /// Stored offset maps of `topic`'s partitions, by partition.
 async fn maps(target: &Cluster, source: &str, topic: &str) -> Result<Vec<(i32, OffsetMap)>> {
-    let key0 = progress::key(source, topic, 0);
-    let prefix = key0.strip_suffix('0').unwrap_or(&key0);
-    let mut out = Vec::new();
-    for (k, v) in store::read_latest(target, PROGRESS_TOPIC).await? {
-        let Ok(k) = std::str::from_utf8(&k) else {
-            continue;
-        };
-        let Some(p) = k.strip_prefix(prefix).and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        if let Some(m) = progress::decode(&v) {
-            out.push((p, m));
-        }
-    }
+    let mut out: Vec<(i32, OffsetMap)> = store::read_progress(target, source)
+        .await?
+        .into_iter()
+        .filter(|((t, _), _)| t == topic)
+        .map(|((_, p), m)| (p, m))
+        .collect();
     out.sort_by_key(|(p, _)| *p);
     Ok(out)
 }
@@ -311,7 +302,7 @@ async fn describe(t: &Target, topic: &str) -> Result<String> {
         ]);
     }
     out.push('\n');
-    out.push_str(&format_table(&rows));
+    out.push_str(&strait::table::format(&rows));
     Ok(out)
 }
 

@@ -93,34 +93,12 @@ pub async fn run(args: &StatusArgs) -> Result<String> {
     }
 }
 
-/// Left-aligned columns separated by two spaces.
+/// Left-aligned columns separated by two spaces, under `headers`.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                let pad = widths[i] - c.chars().count() + 2;
-                s.push_str(c);
-                s.push_str(&" ".repeat(pad));
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(headers.to_vec());
-    for r in rows {
-        out.push_str(&line(r.iter().map(String::as_str).collect()));
-    }
-    out
+    let mut all = Vec::with_capacity(rows.len() + 1);
+    all.push(headers.iter().map(|h| h.to_string()).collect());
+    all.extend(rows.iter().cloned());
+    strait::table::format(&all)
 }
 
 /// A count with k/M suffixes.

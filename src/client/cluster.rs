@@ -172,20 +172,11 @@ impl Cluster {
 
     /// A new connection to broker `node_id` of its own, outside the pool.
     pub async fn dedicated_connection(&self, node_id: i32) -> Result<Connection> {
-        self.metadata(Some(&[])).await?;
-        let addr = self
-            .read_cache()
-            .brokers
-            .get(&node_id)
-            .map(|b| format!("{}:{}", b.host, b.port))
-            .ok_or_else(|| {
-                self.ctx(Error::invalid(format!(
-                    "broker {node_id} is not in metadata"
-                )))
-            })?;
-        Connection::connect(&addr, &self.config.connection)
-            .await
-            .map_err(|e| self.ctx(e.broker_addr(&format!("{node_id} ({addr})"))))
+        let addr = match self.cached_addr(node_id) {
+            Some(a) => a,
+            None => self.fresh_addr(node_id).await?,
+        };
+        self.open(node_id, &addr).await
     }
 
     /// The pooled connection to broker `node_id`, connecting if needed.
@@ -196,37 +187,42 @@ impl Cluster {
                 return Ok(c.clone());
             }
         }
-        let addr = {
-            let cache = self.read_cache();
-            cache
-                .brokers
-                .get(&node_id)
-                .map(|b| format!("{}:{}", b.host, b.port))
-        };
-        let addr = match addr {
+        let addr = match self.cached_addr(node_id) {
             Some(a) => a,
             None => {
                 drop(conns);
-                self.metadata(Some(&[])).await?;
+                let addr = self.fresh_addr(node_id).await?;
                 conns = self.conns.lock().await;
-                self.read_cache()
-                    .brokers
-                    .get(&node_id)
-                    .map(|b| format!("{}:{}", b.host, b.port))
-                    .ok_or_else(|| {
-                        self.ctx(Error::invalid(format!(
-                            "broker {node_id} is not in metadata"
-                        )))
-                    })?
+                addr
             }
         };
-        let c = Arc::new(
-            Connection::connect(&addr, &self.config.connection)
-                .await
-                .map_err(|e| self.ctx(e.broker_addr(&format!("{node_id} ({addr})"))))?,
-        );
+        let c = Arc::new(self.open(node_id, &addr).await?);
         conns.insert(node_id, c.clone());
         Ok(c)
+    }
+
+    /// `host:port` of broker `node_id` from the metadata cache.
+    fn cached_addr(&self, node_id: i32) -> Option<String> {
+        self.read_cache()
+            .brokers
+            .get(&node_id)
+            .map(|b| format!("{}:{}", b.host, b.port))
+    }
+
+    /// `host:port` of broker `node_id` after refreshing the broker list.
+    async fn fresh_addr(&self, node_id: i32) -> Result<String> {
+        self.metadata(Some(&[])).await?;
+        self.cached_addr(node_id).ok_or_else(|| {
+            self.ctx(Error::invalid(format!(
+                "broker {node_id} is not in metadata"
+            )))
+        })
+    }
+
+    async fn open(&self, node_id: i32, addr: &str) -> Result<Connection> {
+        Connection::connect(addr, &self.config.connection)
+            .await
+            .map_err(|e| self.ctx(e.broker_addr(&format!("{node_id} ({addr})"))))
     }
 
     async fn route(&self, route: Route) -> Result<Arc<Connection>> {

@@ -235,7 +235,11 @@ impl<'a> GroupClient<'a> {
             .send_on(&self.conn, &req, Duration::from_secs(5))
             .await?;
         if resp.error_code != error_code::NONE && resp.error_code != error_code::UNKNOWN_MEMBER_ID {
-            return Err(Error::broker(resp.error_code, None).cluster(self.cluster.name()));
+            return Err(Error::broker(
+                resp.error_code,
+                Some(format!("LeaveGroup of group {}", self.group)),
+            )
+            .cluster(self.cluster.name()));
         }
         Ok(())
     }

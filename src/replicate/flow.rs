@@ -126,6 +126,10 @@ pub struct Flow {
     /// When both clusters last answered, and the last problem reaching them.
     health: (Instant, Option<String>),
     next_health: Instant,
+    /// Ownership version taken up, number of partitions and time of the last report.
+    ownership_seen: (u64, usize, Instant),
+    /// Membership version and the members as the status shows them.
+    members_cache: (u64, Vec<MemberStatus>),
     /// Where metrics go.
     obs: Arc<Observer>,
     /// Fetch sessions (KIP-227) with the source brokers, by node id.
@@ -217,6 +221,8 @@ impl Flow {
             wanted_items: Default::default(),
             health: (Instant::now(), None),
             next_health: Instant::now(),
+            members_cache: (0, Vec::new()),
+            ownership_seen: (u64::MAX, 0, Instant::now()),
             obs: Arc::new(Observer::new()),
             fetch_sessions: HashMap::new(),
         }
@@ -282,9 +288,13 @@ impl Flow {
             self.parts.clear();
             self.in_flight.clear();
         }
-        let assigned = own.assigned_for(&name);
         let mut gained = false;
-        if assigned != self.assigned {
+        let version = own.version();
+        let fresh = (version != self.ownership_seen.0).then(|| own.assigned_for(&name));
+        self.ownership_seen.0 = version;
+        let mut changed = false;
+        if let Some(assigned) = fresh.filter(|a| *a != self.assigned) {
+            changed = true;
             gained = assigned.iter().any(|i| !self.assigned.contains(i));
             self.assigned = assigned;
             let release: Vec<(String, i32)> = self
@@ -308,11 +318,19 @@ impl Flow {
                 }
             }
         }
-        self.report_ownership();
+        // Reported when something changed, and every second for the rates and health.
+        if changed
+            || self.parts.len() != self.ownership_seen.1
+            || self.ownership_seen.2.elapsed() >= Duration::from_secs(1)
+        {
+            self.report_ownership();
+        }
         gained
     }
 
-    fn report_ownership(&self) {
+    fn report_ownership(&mut self) {
+        self.ownership_seen.1 = self.parts.len();
+        self.ownership_seen.2 = Instant::now();
         let Some(own) = &self.ownership else {
             return;
         };
@@ -547,16 +565,10 @@ impl Flow {
 
     /// Reads the stored positions of this flow's partitions.
     async fn reload_progress(&mut self) -> Result<()> {
-        let prefix = format!("{}|", self.source.name());
-        for (k, v) in store::read_latest(&self.target, PROGRESS_TOPIC).await? {
-            let Ok(k) = String::from_utf8(k.to_vec()) else {
-                continue;
-            };
-            if k.starts_with(&prefix) {
-                if let Some(p) = progress::decode(&v) {
-                    self.stored_progress.insert(k, p);
-                }
-            }
+        let src = self.source.name();
+        for ((topic, p), map) in store::read_progress(&self.target, src).await? {
+            self.stored_progress
+                .insert(progress::key(src, &topic, p), map);
         }
         Ok(())
     }
@@ -600,37 +612,9 @@ impl Flow {
     }
 
     async fn heartbeat(&self) -> Result<()> {
-        let hb = mm2::Heartbeat {
-            source_cluster_alias: self.source.name().to_string(),
-            target_cluster_alias: self.target.name().to_string(),
-            timestamp_ms: store::now_ms(),
-        };
-        store::append_once(
-            &self.target,
-            mm2::HEARTBEATS_TOPIC,
-            0,
-            &[(
-                Bytes::from(hb.encode_key().map_err(mm2_err)?),
-                Some(Bytes::from(hb.encode_value())),
-            )],
-        )
-        .await?;
+        write_heartbeat(&self.target, self.source.name(), self.target.name()).await?;
         if !self.reverse_configured {
-            let hb = mm2::Heartbeat {
-                source_cluster_alias: self.target.name().to_string(),
-                target_cluster_alias: self.source.name().to_string(),
-                timestamp_ms: store::now_ms(),
-            };
-            store::append_once(
-                &self.source,
-                mm2::HEARTBEATS_TOPIC,
-                0,
-                &[(
-                    Bytes::from(hb.encode_key().map_err(mm2_err)?),
-                    Some(Bytes::from(hb.encode_value())),
-                )],
-            )
-            .await?;
+            write_heartbeat(&self.source, self.target.name(), self.source.name()).await?;
         }
         Ok(())
     }
@@ -1441,7 +1425,7 @@ impl Flow {
             return Ok(());
         }
         let link = m.link.clone();
-        let mut view = mirrors::read_view(&self.target, self.source.name(), &link).await?;
+        let view = mirrors::read_view(&self.target, self.source.name(), &link).await?;
         // Link settings.
         let version = view.link.as_ref().map(|l| l.version).unwrap_or(0);
         if version > m.applied_version {
@@ -1464,53 +1448,45 @@ impl Flow {
             .map(|(t, c)| (t.clone(), c.clone()))
             .collect();
         pending.sort_by_key(|(_, c)| c.at_ms);
-        let old = self.mirror.as_ref().map(|m| m.view.records.clone());
         if let Some(m) = self.mirror.as_mut() {
-            m.view.records = view.records.clone();
+            m.view = view;
         }
         for (topic, cmd) in pending {
-            let Some(mut rec) = view.records.get(&topic).cloned() else {
+            let Some(mut rec) = self
+                .mirror
+                .as_ref()
+                .and_then(|m| m.view.records.get(&topic).cloned())
+            else {
                 continue;
             };
-            if rec.state.is_stopped() {
-                continue;
-            }
             if !rec.apply(&cmd, store::now_ms()) {
                 continue;
             }
             if rec.state.is_stopped() {
+                // Stopped before the record says so: `strait mirror failover` then knows that
+                // nothing more is written.
                 self.stop_topic(&topic).await?;
             }
             tracing::info!(flow = %self.name(), %topic, command = cmd.action.as_str(), state = rec.state.as_str(), "mirror command applied");
-            self.mirror_write(rec.clone()).await?;
-            view.records.insert(topic, rec);
+            self.mirror_write(rec).await?;
         }
-        // A mirror stopped by another instance is never written here again either.
-        let stopped: Vec<String> = view
-            .records
-            .iter()
-            .filter(|(t, r)| {
-                r.state.is_stopped()
-                    && old
-                        .as_ref()
-                        .is_none_or(|o| o.get(*t).is_none_or(|x| !x.state.is_stopped()))
-            })
-            .map(|(t, _)| t.clone())
-            .collect();
+        // A mirror stopped elsewhere (another instance, an earlier run) is never written either.
+        let stopped: Vec<String> = match &self.mirror {
+            Some(m) => m
+                .view
+                .records
+                .iter()
+                .filter(|(t, r)| r.state.is_stopped() && self.parts.keys().any(|(p, _)| p == *t))
+                .map(|(t, _)| t.clone())
+                .collect(),
+            None => Vec::new(),
+        };
         for topic in stopped {
-            if self.parts.keys().any(|(t, _)| *t == topic) {
-                self.stop_topic(&topic).await?;
-            }
+            self.stop_topic(&topic).await?;
         }
-        view.records = self
-            .mirror
-            .as_ref()
-            .map(|m| m.view.records.clone())
-            .unwrap_or_default();
         // Our own writes moved the end; read from there next time.
         let end = mirrors::control_end(&self.target).await?;
         if let Some(m) = self.mirror.as_mut() {
-            m.view = view;
             m.control_seen = end;
         }
         Ok(())
@@ -1774,25 +1750,7 @@ impl Flow {
             self.reload_progress().await?;
         }
         // Maps of the reverse flow (dst -> src), stored in the source cluster.
-        let prefix = format!("{dst}|");
-        let mut reverse: HashMap<(String, i32), OffsetMap> = HashMap::new();
-        if self.source.topic(PROGRESS_TOPIC).await?.is_some() {
-            for (k, v) in store::read_latest(&self.source, PROGRESS_TOPIC).await? {
-                let Ok(k) = String::from_utf8(k.to_vec()) else {
-                    continue;
-                };
-                let Some(rest) = k.strip_prefix(&prefix) else {
-                    continue;
-                };
-                let Some((topic, p)) = rest.rsplit_once('|') else {
-                    continue;
-                };
-                let (Ok(p), Some(map)) = (p.parse::<i32>(), progress::decode(&v)) else {
-                    continue;
-                };
-                reverse.insert((topic.to_string(), p), map);
-            }
-        }
+        let reverse = store::read_progress(&self.source, &dst).await?;
         let mut checkpoints = Vec::new();
         for group in &groups {
             let committed = match groups::committed(&self.source, group).await {
@@ -1999,7 +1957,36 @@ impl Flow {
         Ok(())
     }
 
-    fn publish_status(&self) {
+    /// The members as the status shows them, rebuilt only when the membership changed.
+    fn member_statuses(&mut self) -> Vec<MemberStatus> {
+        let Some(own) = &self.ownership else {
+            return Vec::new();
+        };
+        let version = own.version();
+        if self.members_cache.0 != version {
+            let me = own.status();
+            let (flow, duties) = (self.name(), self.duties_item());
+            let members = me
+                .members
+                .iter()
+                .map(|(id, (inst, items))| MemberStatus {
+                    member_id: id.clone(),
+                    instance: inst.clone(),
+                    this_instance: *id == me.member_id,
+                    partitions: items
+                        .iter()
+                        .filter(|i| i.flow() == flow && matches!(i, WorkItem::Partition { .. }))
+                        .count(),
+                    duties: items.contains(&duties),
+                })
+                .collect();
+            self.members_cache = (version, members);
+        }
+        self.members_cache.1.clone()
+    }
+
+    fn publish_status(&mut self) {
+        let members = self.member_statuses();
         self.obs.buffered(
             &self.name(),
             self.parts.values().map(|p| p.queued_bytes as u64).sum(),
@@ -2054,26 +2041,6 @@ impl Flow {
                 v
             })
             .unwrap_or_default();
-        let members = match &self.ownership {
-            None => Vec::new(),
-            Some(own) => {
-                let me = own.status();
-                let flow = self.name();
-                me.members
-                    .iter()
-                    .map(|(id, (inst, items))| MemberStatus {
-                        member_id: id.clone(),
-                        instance: inst.clone(),
-                        this_instance: *id == me.member_id,
-                        partitions: items
-                            .iter()
-                            .filter(|i| i.flow() == flow && matches!(i, WorkItem::Partition { .. }))
-                            .count(),
-                        duties: items.contains(&self.duties_item()),
-                    })
-                    .collect()
-            }
-        };
         self.status.send_replace(FlowStatus {
             name: self.name(),
             partitions: parts,
@@ -2106,6 +2073,24 @@ fn note_offsets_mode(st: &mut PartState, flow: &str, target: &str) {
         st.identical = false;
         tracing::warn!(flow = %flow, topic = %st.target_topic, partition = st.partition, "cluster {target}, topic {}, partition {}: offsets are now {mode}; consumer offsets are translated through the offset map", st.target_topic, st.partition);
     }
+}
+
+/// Writes one MirrorMaker 2 heartbeat `source -> target` into `cluster`'s heartbeats topic.
+async fn write_heartbeat(cluster: &Cluster, source: &str, target: &str) -> Result<()> {
+    let hb = mm2::Heartbeat {
+        source_cluster_alias: source.to_string(),
+        target_cluster_alias: target.to_string(),
+        timestamp_ms: store::now_ms(),
+    };
+    let key = Bytes::from(hb.encode_key().map_err(mm2_err)?);
+    store::append_once(
+        cluster,
+        mm2::HEARTBEATS_TOPIC,
+        0,
+        &[(key, Some(Bytes::from(hb.encode_value())))],
+    )
+    .await?;
+    Ok(())
 }
 
 fn mm2_err(e: mm2::Mm2FormatError) -> Error {

@@ -51,6 +51,8 @@ struct Shared {
     unhealthy: BTreeMap<String, String>,
     members: BTreeMap<String, (String, BTreeSet<WorkItem>)>,
     done: BTreeSet<String>,
+    /// Bumped whenever the assignment or the member list changes.
+    version: u64,
 }
 
 /// A view of the membership for status displays.
@@ -134,6 +136,11 @@ impl Ownership {
         g.held.remove(flow);
         drop(g);
         self.changed.notify_one();
+    }
+
+    /// Changes whenever what [`Ownership::status`] returns may have changed.
+    pub fn version(&self) -> u64 {
+        self.lock().version
     }
 
     /// The membership as this instance knows it.
@@ -226,6 +233,7 @@ impl Ownership {
         g.assigned = a.items;
         g.members = a.members;
         g.lease_until = Some(lease_until);
+        g.version += 1;
         drop(g);
         self.changed.notify_one();
     }
@@ -244,6 +252,7 @@ impl Ownership {
         g.lease_until = None;
         g.lost_epoch += 1;
         g.members.clear();
+        g.version += 1;
         drop(g);
         self.changed.notify_one();
     }
@@ -252,6 +261,7 @@ impl Ownership {
     fn release_all(&self) {
         let mut g = self.lock();
         g.assigned.clear();
+        g.version += 1;
         drop(g);
         self.changed.notify_one();
     }

@@ -26,6 +26,13 @@ pub fn key(source_alias: &str, source_topic: &str, partition: i32) -> String {
     format!("{source_alias}|{source_topic}|{partition}")
 }
 
+/// The (source topic, partition) a progress record key names, if it is one for `source_alias`.
+pub fn parse_key<'a>(key: &'a str, source_alias: &str) -> Option<(&'a str, i32)> {
+    let rest = key.strip_prefix(source_alias)?.strip_prefix('|')?;
+    let (topic, p) = rest.rsplit_once('|')?;
+    Some((topic, p.parse().ok()?))
+}
+
 impl From<&OffsetMap> for Progress {
     fn from(m: &OffsetMap) -> Progress {
         Progress {
@@ -95,6 +102,15 @@ pub fn decide(progress: Option<Progress>, target_end: i64) -> Resume {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        let k = key("a", "t|x.y", 3);
+        assert_eq!(parse_key(&k, "a"), Some(("t|x.y", 3)));
+        assert_eq!(parse_key(&k, "b"), None);
+        assert_eq!(parse_key("ab|t|3", "a"), None);
+        assert_eq!(parse_key("a|t|x", "a"), None);
+    }
 
     #[test]
     fn decisions() {

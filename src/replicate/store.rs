@@ -156,6 +156,27 @@ pub async fn read_all(
     Ok(out)
 }
 
+/// The stored offset maps of every partition a flow from `source_alias` replicated into
+/// `cluster`, by (source topic, partition); empty if there is no progress topic.
+pub async fn read_progress(
+    cluster: &Cluster,
+    source_alias: &str,
+) -> Result<HashMap<(String, i32), crate::offsets::OffsetMap>> {
+    use super::progress;
+    let mut out = HashMap::new();
+    for (k, v) in read_latest(cluster, progress::PROGRESS_TOPIC).await? {
+        let Ok(k) = std::str::from_utf8(&k) else {
+            continue;
+        };
+        if let (Some((topic, p)), Some(map)) =
+            (progress::parse_key(k, source_alias), progress::decode(&v))
+        {
+            out.insert((topic.to_string(), p), map);
+        }
+    }
+    Ok(out)
+}
+
 /// The latest value per key of a one-partition compacted topic (tombstones remove the key).
 pub async fn read_latest(cluster: &Cluster, topic: &str) -> Result<HashMap<Bytes, Bytes>> {
     let mut map = HashMap::new();

@@ -489,3 +489,21 @@ pub async fn consume_all_async(
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
+
+/// The offset `group` committed for `topic`/`partition`, if any (read with rdkafka, without
+/// joining the group).
+pub fn committed_offset(bootstrap: &str, group: &str, topic: &str, partition: i32) -> Option<i64> {
+    let c: BaseConsumer = base_config(bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("create rdkafka BaseConsumer for committed offsets");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition(topic, partition);
+    let got = c.committed_offsets(tpl, Duration::from_secs(10)).ok()?;
+    let e = got.elements_for_topic(topic).into_iter().next()?;
+    match e.offset() {
+        Offset::Offset(o) => Some(o),
+        _ => None,
+    }
+}

@@ -13,6 +13,7 @@ pub mod certs;
 pub mod data;
 pub mod proxy;
 pub mod records;
+pub mod strait;
 pub mod wire;
 
 pub use broker::{Broker, BrokerOptions, BrokerTls, ScramUser, SecureOptions};
@@ -21,3 +22,4 @@ pub use data::{
     consume_all, create_topic, produce_records, topic_name, Codec, OwnedRecord, TestRecord,
 };
 pub use proxy::{ProduceCheckProxy, ProxyConfig};
+pub use strait::StraitRun;

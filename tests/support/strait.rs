@@ -1,0 +1,91 @@
+//! `strait run` as a child process of a test, its log in a file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `strait run --config CONFIG`, stderr (the log) written to a file.
+pub struct StraitRun {
+    child: Child,
+    log: PathBuf,
+    exited: bool,
+}
+
+impl StraitRun {
+    /// Starts `strait --log FILTER run --config CONFIG`, logging to `log`.
+    pub fn start_with(config: &Path, log: &Path, filter: &str) -> StraitRun {
+        let file = std::fs::File::create(log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(["--log", filter, "run", "--config"])
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start strait run");
+        StraitRun {
+            child,
+            log: log.to_path_buf(),
+            exited: false,
+        }
+    }
+
+    /// [`StraitRun::start_with`] at `info,strait=debug`.
+    pub fn start(config: &Path, log: &Path) -> StraitRun {
+        Self::start_with(config, log, "info,strait=debug")
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        if !self.exited {
+            let _ = Command::new("kill")
+                .args([sig, &self.child.id().to_string()])
+                .status();
+        }
+    }
+
+    /// SIGTERM; waits up to `timeout` for the exit (then kills) and returns whether it exited
+    /// cleanly.
+    pub fn terminate(&mut self, timeout: Duration) -> bool {
+        self.signal("-TERM");
+        let deadline = Instant::now() + timeout;
+        while !self.exited && Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.exited = true;
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill9();
+        false
+    }
+
+    /// SIGTERM, and asserts a clean exit within 30 s; returns the log.
+    pub fn stop(mut self) -> String {
+        let clean = self.terminate(Duration::from_secs(30));
+        assert!(
+            clean,
+            "strait run did not stop cleanly on SIGTERM:\n{}",
+            self.log()
+        );
+        self.log()
+    }
+
+    /// kill -9, and waits for the process to end.
+    pub fn kill9(&mut self) {
+        if !self.exited {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.exited = true;
+        }
+    }
+}
+
+impl Drop for StraitRun {
+    fn drop(&mut self) {
+        self.terminate(Duration::from_secs(20));
+    }
+}
