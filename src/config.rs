@@ -376,7 +376,8 @@ pub struct FlowConfig {
     pub sync_group_offsets_interval: Duration,
     /// Memory bound of this flow's data path in bytes (default 8 MiB).
     pub buffer_bytes: usize,
-    /// Largest fetch response in bytes (default 4 MiB).
+    /// Largest fetch response in bytes (default 1 MiB; raise it with `buffer_bytes` on
+    /// high-latency links: one Fetch per source broker is outstanding at a time).
     pub fetch_max_bytes: i32,
     /// Longest a fetch waits for data (default 500 ms).
     pub fetch_max_wait: Duration,
@@ -415,7 +416,7 @@ impl FlowConfig {
             sync_group_offsets: false,
             sync_group_offsets_interval: Duration::from_secs(60),
             buffer_bytes: 8 * MIB,
-            fetch_max_bytes: 4 * 1024 * 1024,
+            fetch_max_bytes: 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),
             link: None,
             consumer_offset_sync: true,
@@ -3049,7 +3050,7 @@ bootstrap_servers = "127.0.0.1:9093"
         assert!(!f.sync_group_offsets);
         assert_eq!(f.sync_group_offsets_interval, Duration::from_secs(60));
         assert_eq!(f.buffer_bytes, 8 << 20);
-        assert_eq!(f.fetch_max_bytes, 4 << 20);
+        assert_eq!(f.fetch_max_bytes, 1 << 20);
         assert_eq!(f.fetch_max_wait, Duration::from_millis(500));
         assert_eq!(*f, FlowConfig::new("a", "b"));
 
@@ -3550,7 +3551,7 @@ replication_factor = 3
             "smaller than fetch_max_bytes",
             Some("buffer_bytes >= fetch_max_bytes"),
         );
-        let e = toml_err(&format!("[defaults]\nbuffer_bytes = \"1MiB\"\n{flow}"));
+        let e = toml_err(&format!("[defaults]\nbuffer_bytes = \"512KiB\"\n{flow}"));
         check(
             &e,
             "test.toml",

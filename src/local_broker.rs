@@ -107,4 +107,9 @@ impl LocalBroker {
     pub fn addr(&self) -> &str {
         &self.addr
     }
+
+    /// Its process id (the bench reads its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }

@@ -63,9 +63,15 @@ fn bench_against_two_clusters_reports_consistent_figures() {
     assert_eq!(u(&m["ceiling"]["records"]), records);
     let bytes = u(&m["fill"]["bytes"]);
     assert!(bytes > 0);
-    for part in ["ceiling", "strait", "relay"] {
+    for part in ["ceiling", "strait"] {
         assert_eq!(u(&m[part]["bytes"]), bytes, "{part} moved other bytes");
     }
+    // The relay moves at least FLOOR_MIN_BYTES, so its CPU time is not start-up noise.
+    assert_eq!(
+        u(&m["relay"]["bytes"]),
+        bytes.max(strait::bench::FLOOR_MIN_BYTES),
+        "relay moved other bytes"
+    );
     for part in ["fill", "ceiling", "strait", "relay"] {
         assert!(f(&m[part]["seconds"]) > 0.0, "{part}");
     }
@@ -90,6 +96,18 @@ fn bench_against_two_clusters_reports_consistent_figures() {
     assert!(close(f(&r["strait_cpu_seconds_per_gb"]), strait_gb));
     assert!(close(f(&r["floor_cpu_seconds_per_gb"]), floor_gb));
     assert!(close(f(&r["floor_multiple"]), strait_gb / floor_gb));
+    // CPU while data moved: a part of the whole process's, in the same ratio to the floor.
+    let moving = f(&m["strait_moving_cpu_seconds"]);
+    let total = f(&m["strait_process"]["user_seconds"]) + f(&m["strait_process"]["system_seconds"]);
+    assert!(
+        moving >= 0.0 && moving <= total + 0.02,
+        "{moving} of {total}"
+    );
+    let moving_gb = moving / (u(&m["strait"]["bytes"]) as f64 / 1e9);
+    assert!(close(f(&r["strait_moving_cpu_seconds_per_gb"]), moving_gb));
+    assert!(close(f(&r["moving_floor_multiple"]), moving_gb / floor_gb));
+    // Brokers given by address: their CPU is not the bench's to read.
+    assert!(m["brokers"].is_null());
     // Latency phase: everything produced was read back, percentiles in order.
     let l = &m["latency"];
     assert_eq!(u(&l["records_seen"]), u(&l["produced"]["records"]));
@@ -135,6 +153,10 @@ fn bench_starts_its_own_brokers_by_default() {
     assert!(text.contains("of the ceiling"), "{text}");
     assert!(text.contains("x the floor"), "{text}");
     assert!(text.contains("latency: not measured"), "{text}");
+    // With its own brokers it reads their CPU time too.
+    assert!(text.contains("strait while moving data"), "{text}");
+    assert!(text.contains("local brokers (CPU-s)"), "{text}");
+    assert!(text.contains("cores busy"), "{text}");
     // 500 records in batches of 63: 8 batches, 504 records, all replicated.
     assert!(text.contains("strait bench: 504 records"), "{text}");
     assert!(text.contains("504 records on the target"), "{text}");

@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 use crate::client::{Cluster, ClusterConfig, LATEST};
 use crate::error::{Error, Result};
 use data::DataShape;
-use process::Measured;
-use report::{LatencyRun, ProcessCost, Report, Settings, Transfer};
+use process::{CpuSample, Measured};
+use report::{BrokerCpu, LatencyRun, ProcessCost, Report, Settings, Transfer};
 
 /// Distinct batches the bench keeps encoded in memory at most; longer runs cycle through them.
 pub const POOL_BYTES: usize = 64 << 20;
@@ -78,7 +78,16 @@ pub struct BenchOptions {
     pub fetch_max_wait_ms: Option<u64>,
     /// Where the generated configurations and the strait logs go (kept on failure).
     pub work_dir: PathBuf,
+    /// Log filter of the `strait run` children.
+    pub strait_log: String,
+    /// Process ids of the source and target brokers when the bench started them (their CPU
+    /// time is read from `/proc`).
+    pub broker_pids: Option<(u32, u32)>,
 }
+
+/// The floor relays at least this many bytes, so its CPU per GB is not a handful of clock
+/// ticks.
+pub const FLOOR_MIN_BYTES: u64 = 2_000_000_000;
 
 /// The remote topic strait writes for `topic` under the generated configuration.
 pub fn remote_topic(topic: &str) -> String {
@@ -141,29 +150,35 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
     progress(&format!(
         "filling {topic} on the source ({batches} batches)"
     ));
+    let brokers = opts.broker_pids.map(|(s, t)| [s, t]).unwrap_or_default();
+    let before_fill = CpuSample::take(&brokers);
     let fill = writer::write_backlog(&source, topic, opts.partitions, &pool, batches).await?;
+    let after_fill = CpuSample::take(&brokers);
 
     create(&target, &ceiling_topic, opts).await?;
     progress(&format!(
         "ceiling: the same batches into {ceiling_topic} on the target"
     ));
+    let before_ceiling = CpuSample::take(&brokers);
     let ceiling =
         writer::write_backlog(&target, &ceiling_topic, opts.partitions, &pool, batches).await?;
+    let after_ceiling = CpuSample::take(&brokers);
     drop(pool);
 
     progress("replicating with strait run");
-    let (strait, total_seconds, target_records, strait_process) =
-        replicate(opts, &target, topic, &remote, fill.records).await?;
+    let replicated = replicate(opts, &target, topic, &remote, fill.records).await?;
+    let strait = replicated.transfer;
     let strait = Transfer {
         bytes: fill.bytes,
         ..strait
     };
 
+    let floor_bytes = fill.bytes.max(FLOOR_MIN_BYTES);
     progress(&format!(
         "floor: relaying {:.1} MB through a socket-to-socket copy",
-        fill.bytes as f64 / 1e6
+        floor_bytes as f64 / 1e6
     ));
-    let (relay, relay_process) = relay_floor(&opts.exe, fill.bytes).await?;
+    let (relay, relay_process) = relay_floor(&opts.exe, floor_bytes).await?;
 
     let latency = if opts.latency_seconds > 0.0 {
         let rate = opts
@@ -195,9 +210,19 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
         fill,
         ceiling,
         strait,
-        strait_total_seconds: total_seconds,
-        target_records,
-        strait_process,
+        strait_total_seconds: replicated.total_seconds,
+        target_records: replicated.target_records,
+        strait_process: replicated.process,
+        strait_moving_cpu_seconds: replicated.moving.since(&replicated.first, 0),
+        brokers: opts.broker_pids.map(|_| BrokerCpu {
+            fill_source: after_fill.since(&before_fill, 0),
+            ceiling_target: after_ceiling.since(&before_ceiling, 1),
+            strait_source: replicated.moving.since(&replicated.first, 1),
+            strait_target: replicated.moving.since(&replicated.first, 2),
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        }),
         relay,
         relay_process,
         latency,
@@ -227,7 +252,7 @@ fn start_strait(opts: &BenchOptions, topic: &str, tag: &str) -> Result<(Measured
     let log_file = std::fs::File::create(&log).map_err(Error::from)?;
     let mut cmd = Command::new(&opts.exe);
     cmd.arg("--log")
-        .arg("warn")
+        .arg(&opts.strait_log)
         .arg("run")
         .arg("--config")
         .arg(&config)
@@ -256,16 +281,36 @@ async fn records_on(cluster: &Cluster, topic: &str, partitions: i32) -> Result<u
         .sum())
 }
 
+/// What [`replicate`] measured.
+struct Replicated {
+    /// First to last record on the target (bytes filled in by the caller).
+    transfer: Transfer,
+    /// Seconds from process start to the last record.
+    total_seconds: f64,
+    /// Records on the target at the end.
+    target_records: u64,
+    /// The whole process, start to stop.
+    process: ProcessCost,
+    /// CPU of [strait, source broker, target broker] when the first record was seen ...
+    first: CpuSample,
+    /// ... and when the last was.
+    moving: CpuSample,
+}
+
 /// Replicates the filled topic with a `strait run` child until `records` are on the target.
-/// Returns (first-to-last transfer, seconds from start, records on the target, process cost).
 async fn replicate(
     opts: &BenchOptions,
     target: &Cluster,
     topic: &str,
     remote: &str,
     records: u64,
-) -> Result<(Transfer, f64, u64, ProcessCost)> {
+) -> Result<Replicated> {
     let (child, log) = start_strait(opts, topic, "replicate")?;
+    let mut pids = vec![child.id()];
+    if let Some((s, t)) = opts.broker_pids {
+        pids.extend([s, t]);
+    }
+    let mut first_cpu = CpuSample::default();
     let started = Instant::now();
     let mut first: Option<Instant> = None;
     let mut last_change = Instant::now();
@@ -283,6 +328,7 @@ async fn replicate(
             .unwrap_or(0);
         if n > 0 && first.is_none() {
             first = Some(Instant::now());
+            first_cpu = CpuSample::take(&pids);
         }
         if n != last {
             last = n;
@@ -300,6 +346,7 @@ async fn replicate(
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     let done = Instant::now();
+    let moving_cpu = CpuSample::take(&pids);
     let (code, cost) = tokio::task::spawn_blocking(move || child.terminate())
         .await
         .map_err(|e| Error::invalid(format!("reaping strait run: {e}")))??;
@@ -310,16 +357,18 @@ async fn replicate(
         )));
     }
     let from = first.unwrap_or(started);
-    Ok((
-        Transfer {
+    Ok(Replicated {
+        transfer: Transfer {
             bytes: 0,
             records: on_target,
             seconds: (done - from).as_secs_f64(),
         },
-        (done - started).as_secs_f64(),
-        on_target,
-        cost,
-    ))
+        total_seconds: (done - started).as_secs_f64(),
+        target_records: on_target,
+        process: cost,
+        first: first_cpu,
+        moving: moving_cpu,
+    })
 }
 
 /// Relays `bytes` through a `strait bench-relay` child; returns the transfer and its cost.

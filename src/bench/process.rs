@@ -139,6 +139,40 @@ impl Measured {
     }
 }
 
+/// CPU seconds (user plus system, all threads) process `pid` has used so far, from
+/// `/proc/<pid>/stat`; `None` when it cannot be read. Resolution: one clock tick (10 ms).
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (utime + stime) as f64 / ticks as f64)
+}
+
+/// CPU seconds of several processes, sampled together; the difference of two samples is what
+/// each used in between.
+#[derive(Debug, Clone, Default)]
+pub struct CpuSample(Vec<Option<f64>>);
+
+impl CpuSample {
+    /// Samples `pids` now.
+    pub fn take(pids: &[u32]) -> CpuSample {
+        CpuSample(pids.iter().map(|&p| cpu_seconds(p)).collect())
+    }
+
+    /// CPU seconds process `i` used since `earlier` (`None` if either sample failed).
+    pub fn since(&self, earlier: &CpuSample, i: usize) -> Option<f64> {
+        let now = (*self.0.get(i)?)?;
+        let then = (*earlier.0.get(i)?)?;
+        Some((now - then).max(0.0))
+    }
+}
+
 impl Drop for Measured {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -164,6 +198,23 @@ mod tests {
         assert_eq!(code, Some(3));
         assert!(cost.cpu_seconds() > 0.0);
         assert!(cost.peak_rss_bytes > 0);
+    }
+
+    #[test]
+    fn cpu_seconds_of_a_busy_child_grow() {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 5",
+        ]);
+        let m = Measured::spawn(cmd, "a shell loop").unwrap();
+        let before = CpuSample::take(&[m.id(), 0]);
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let after = CpuSample::take(&[m.id(), 0]);
+        let used = after.since(&before, 0).unwrap();
+        assert!(used > 0.05 && used < 1.0, "{used}");
+        assert_eq!(after.since(&before, 1), None, "pid 0 has no /proc entry");
+        let (_, _) = m.terminate().unwrap();
     }
 
     #[test]

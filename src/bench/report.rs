@@ -106,6 +106,22 @@ pub struct LatencyRun {
     pub latency: Summary,
 }
 
+/// CPU seconds of the local brokers (when the bench started them) in each phase, and the
+/// machine's cores: how much of the machine the brokers leave to strait.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BrokerCpu {
+    /// The source broker while the bench filled it.
+    pub fill_source: Option<f64>,
+    /// The target broker while the bench wrote the ceiling.
+    pub ceiling_target: Option<f64>,
+    /// The source broker while strait moved the data (first to last record).
+    pub strait_source: Option<f64>,
+    /// The target broker while strait moved the data.
+    pub strait_target: Option<f64>,
+    /// CPUs this process may run on.
+    pub cores: usize,
+}
+
 /// Everything `strait bench` measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -123,6 +139,11 @@ pub struct Report {
     pub target_records: u64,
     /// The strait process (`strait run`), start to stop.
     pub strait_process: ProcessCost,
+    /// CPU seconds of the strait process from the first record on the target to the last (no
+    /// start-up, group join or shutdown), when `/proc` could be read.
+    pub strait_moving_cpu_seconds: Option<f64>,
+    /// The local brokers' CPU, when the bench started them.
+    pub brokers: Option<BrokerCpu>,
     /// The socket-to-socket relay of the same number of bytes: the floor.
     pub relay: Transfer,
     /// The relay process.
@@ -142,6 +163,10 @@ pub struct Ratios {
     pub floor_cpu_seconds_per_gb: f64,
     /// strait's CPU per GB over the relay's.
     pub floor_multiple: f64,
+    /// strait CPU-seconds per GB while moving data (first to last record).
+    pub strait_moving_cpu_seconds_per_gb: Option<f64>,
+    /// That over the relay's CPU per GB.
+    pub moving_floor_multiple: Option<f64>,
 }
 
 /// The JSON form: what was measured and what follows from it.
@@ -161,6 +186,8 @@ impl Report {
             strait_cpu_seconds_per_gb: self.strait_cpu_per_gb(),
             floor_cpu_seconds_per_gb: self.relay_cpu_per_gb(),
             floor_multiple: self.floor_multiple(),
+            strait_moving_cpu_seconds_per_gb: self.strait_moving_cpu_per_gb(),
+            moving_floor_multiple: self.moving_floor_multiple(),
         }
     }
 
@@ -191,6 +218,29 @@ impl Report {
     /// strait's CPU per GB as a multiple of the relay's.
     pub fn floor_multiple(&self) -> f64 {
         ratio(self.strait_cpu_per_gb(), self.relay_cpu_per_gb())
+    }
+
+    /// strait's CPU seconds per GB while moving data.
+    pub fn strait_moving_cpu_per_gb(&self) -> Option<f64> {
+        let cpu = self.strait_moving_cpu_seconds?;
+        (self.strait.bytes > 0).then(|| cpu / (self.strait.bytes as f64 / 1e9))
+    }
+
+    /// strait's CPU per GB while moving data as a multiple of the relay's.
+    pub fn moving_floor_multiple(&self) -> Option<f64> {
+        Some(ratio(
+            self.strait_moving_cpu_per_gb()?,
+            self.relay_cpu_per_gb(),
+        ))
+    }
+
+    /// How busy the machine was while strait moved the data: CPU seconds of strait and both
+    /// local brokers over cores times seconds.
+    pub fn machine_busy(&self) -> Option<f64> {
+        let b = self.brokers?;
+        let used = self.strait_moving_cpu_seconds? + b.strait_source? + b.strait_target?;
+        let capacity = b.cores as f64 * self.strait.seconds;
+        (capacity > 0.0).then(|| used / capacity)
     }
 
     /// The report as text, one figure a line.
@@ -273,6 +323,17 @@ impl Report {
             self.strait_cpu_per_gb(),
             format!("  = {:.2}x the floor", self.floor_multiple()),
         );
+        if let (Some(cpu), Some(per_gb), Some(multiple)) = (
+            self.strait_moving_cpu_seconds,
+            self.strait_moving_cpu_per_gb(),
+            self.moving_floor_multiple(),
+        ) {
+            let _ = writeln!(
+                o,
+                "{:<34} {cpu:>7.2} CPU-s {:>21} {per_gb:>6.2} CPU-s/GB  = {multiple:.2}x the floor",
+                "strait while moving data", ""
+            );
+        }
         cost(
             &mut o,
             "floor (socket relay, 1 MiB buffer)",
@@ -280,6 +341,27 @@ impl Report {
             self.relay_cpu_per_gb(),
             format!(", {:.1} MB/s", self.relay.mb_per_s()),
         );
+        if let Some(b) = &self.brokers {
+            let f = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "?".into());
+            let _ = writeln!(
+                o,
+                "{:<34} fill: source {} | ceiling: target {} | strait: source {}, target {}",
+                "local brokers (CPU-s)",
+                f(b.fill_source),
+                f(b.ceiling_target),
+                f(b.strait_source),
+                f(b.strait_target)
+            );
+            if let Some(busy) = self.machine_busy() {
+                let _ = writeln!(
+                    o,
+                    "{:<34} {:.0}% of {} cores busy (strait and both brokers)",
+                    "machine while strait moved data",
+                    busy * 100.0,
+                    b.cores
+                );
+            }
+        }
         let _ = writeln!(o);
         match &self.latency {
             Some(l) => {
@@ -346,6 +428,14 @@ mod tests {
                 system_seconds: 1.5,
                 peak_rss_bytes: 50_000_000,
             },
+            strait_moving_cpu_seconds: Some(1.6),
+            brokers: Some(BrokerCpu {
+                fill_source: Some(10.0),
+                ceiling_target: Some(8.0),
+                strait_source: Some(7.4),
+                strait_target: Some(11.0),
+                cores: 2,
+            }),
             relay: t(2_000_000_000, 0, 1.0),
             relay_process: ProcessCost {
                 user_seconds: 0.1,
@@ -366,6 +456,10 @@ mod tests {
         assert!((r.strait_cpu_per_gb() - 1.0).abs() < 1e-12);
         assert!((r.relay_cpu_per_gb() - 0.4).abs() < 1e-12);
         assert!((r.floor_multiple() - 2.5).abs() < 1e-12);
+        assert!((r.strait_moving_cpu_per_gb().unwrap() - 0.8).abs() < 1e-12);
+        assert!((r.moving_floor_multiple().unwrap() - 2.0).abs() < 1e-12);
+        // (1.6 + 7.4 + 11.0) CPU-s over 2 cores x 12.5 s.
+        assert!((r.machine_busy().unwrap() - 0.8).abs() < 1e-12);
     }
 
     #[test]
@@ -403,6 +497,14 @@ mod tests {
         assert!(text.contains("= 2.50x the floor"), "{text}");
         assert!(text.contains("peak RSS 50.0 MB"), "{text}");
         assert!(text.contains("latency: not measured"), "{text}");
+        assert!(text.contains("0.80 CPU-s/GB  = 2.00x the floor"), "{text}");
+        assert!(
+            text.contains(
+                "fill: source 10.00 | ceiling: target 8.00 | strait: source 7.40, target 11.00"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("80% of 2 cores busy"), "{text}");
         r.latency = Some(LatencyRun {
             rate_mb_per_s: 80.0,
             produced: Transfer {

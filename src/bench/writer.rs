@@ -12,7 +12,7 @@ use crate::client::{Cluster, PendingProduce};
 use crate::error::{Error, Result};
 use crate::protocol::error_code;
 use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
-use crate::records::RewrittenBatch;
+use crate::records::{HeaderRewrite, RewrittenBatch};
 
 /// Batch bytes per Produce request the writer aims at (librdkafka's default request size).
 pub const REQUEST_BYTES: usize = 1 << 20;
@@ -145,6 +145,10 @@ pub async fn write_backlog(
         l.len()
     };
     let mut pipe = Pipeline::new(cluster, topic, IN_FLIGHT * brokers);
+    // An idempotent producer, as Kafka's own producer is by default since 3.0 and as strait
+    // writes: the broker checks every batch's sequence.
+    let (producer_id, producer_epoch) = cluster.init_producer_id().await?;
+    let mut sequences = vec![0i32; partitions as usize];
     let start = Instant::now();
     let (mut bytes, mut records) = (0u64, 0u64);
     let mut b = 0u64;
@@ -152,7 +156,15 @@ pub async fn write_backlog(
         let round_end = (b + partitions as u64).min(batches);
         let mut items = Vec::with_capacity((round_end - b) as usize);
         while b < round_end {
-            let batch = pool[(b % pool.len() as u64) as usize].clone();
+            let partition = (b % partitions as u64) as usize;
+            let pooled = &pool[(b % pool.len() as u64) as usize];
+            let batch = pooled.rewrite(&HeaderRewrite {
+                producer_id: Some(producer_id),
+                producer_epoch: Some(producer_epoch),
+                base_sequence: Some(sequences[partition]),
+                ..HeaderRewrite::default()
+            });
+            sequences[partition] = sequences[partition].wrapping_add(batch.records_count() as i32);
             bytes += batch.len() as u64;
             records += batch.records_count() as u64;
             items.push(((b % partitions as u64) as i32, batch));

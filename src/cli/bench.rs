@@ -60,6 +60,12 @@ pub struct BenchArgs {
     /// The nisshi binary for the local brokers (default: on PATH or in ~/.cargo/bin).
     #[arg(long)]
     pub nisshi: Option<PathBuf>,
+    /// Log filter of the measured `strait run` children (their logs go to the work directory).
+    #[arg(long, default_value = "warn")]
+    pub strait_log: String,
+    /// Keep the work directory (generated configurations, `strait run` logs) after a good run.
+    #[arg(long)]
+    pub keep: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -115,12 +121,18 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         fetch_max_bytes: args.fetch_max_bytes,
         fetch_max_wait_ms: args.fetch_max_wait_ms,
         work_dir: work_dir.clone(),
+        strait_log: args.strait_log.clone(),
+        broker_pids: (local.len() == 2).then(|| (local[0].pid(), local[1].pid())),
     };
     let report = strait::bench::run(&opts, &|line| eprintln!("{line} ...")).await;
     drop(local);
     match report {
         Ok(r) => {
-            let _ = std::fs::remove_dir_all(&work_dir);
+            if args.keep {
+                eprintln!("configurations and logs kept in {}", work_dir.display());
+            } else {
+                let _ = std::fs::remove_dir_all(&work_dir);
+            }
             if args.json {
                 Ok(r.to_json() + "\n")
             } else {

@@ -531,7 +531,8 @@ impl Cluster {
             Ok(PendingFetch {
                 response,
                 version,
-                timeout: self.config.connection.request_timeout
+                deadline: Instant::now()
+                    + self.config.connection.request_timeout
                     + Duration::from_millis(limits.max_wait_ms.max(0) as u64),
                 cluster: self.config.name.clone(),
                 broker: conn.addr().to_string(),
@@ -673,7 +674,8 @@ impl Cluster {
             observer: self.config.observer.clone(),
             response,
             version,
-            timeout: self.config.connection.request_timeout
+            deadline: Instant::now()
+                + self.config.connection.request_timeout
                 + Duration::from_millis(settings.timeout_ms.max(0) as u64),
             cluster: self.config.name.clone(),
             broker: conn.addr().to_string(),
@@ -896,20 +898,27 @@ impl Cluster {
 pub struct PendingFetch {
     response: super::connection::PendingResponse,
     version: i16,
-    timeout: Duration,
+    deadline: Instant,
     cluster: String,
     broker: String,
 }
 
 impl PendingFetch {
+    /// Returns once the answer has arrived or the request timed out; cancel-safe (see
+    /// [`PendingResponse::ready`](super::connection::PendingResponse::ready)).
+    pub async fn ready(&mut self) {
+        let _ = tokio::time::timeout_at(self.deadline.into(), self.response.ready()).await;
+    }
+
     /// Waits for the broker's answer and brings `session` (the one the request was built with)
     /// up to date. Partition errors are returned per partition.
     pub async fn finish(self, session: &mut FetchSession) -> Result<FetchResponse> {
         let ctx = |e: Error| e.cluster(&self.cluster).broker_addr(&self.broker);
         let decoded = async {
+            let timeout = self.deadline.saturating_duration_since(Instant::now());
             let bytes = self
                 .response
-                .wait(self.timeout)
+                .wait(timeout)
                 .await
                 .map_err(|e| e.cluster(&self.cluster))?;
             let body = response_body(bytes, ApiKey::Fetch, self.version)
@@ -937,12 +946,18 @@ pub struct PendingProduce {
     observer: Option<Arc<Observer>>,
     response: super::connection::PendingResponse,
     version: i16,
-    timeout: Duration,
+    deadline: Instant,
     cluster: String,
     broker: String,
 }
 
 impl PendingProduce {
+    /// Returns once the answer has arrived or the request timed out; cancel-safe (see
+    /// [`PendingResponse::ready`](super::connection::PendingResponse::ready)).
+    pub async fn ready(&mut self) {
+        let _ = tokio::time::timeout_at(self.deadline.into(), self.response.ready()).await;
+    }
+
     /// The id of the connection carrying the request (see [`Connection::id`]).
     pub fn connection(&self) -> u64 {
         self.connection
@@ -950,9 +965,10 @@ impl PendingProduce {
 
     /// Waits for the broker's answer: per-partition results.
     pub async fn finish(self) -> Result<Vec<ProducedPartition>> {
+        let timeout = self.deadline.saturating_duration_since(Instant::now());
         let bytes = self
             .response
-            .wait(self.timeout)
+            .wait(timeout)
             .await
             .map_err(|e| e.cluster(&self.cluster))?;
         if let Some(o) = &self.observer {

@@ -438,6 +438,7 @@ impl Connection {
         }
         Ok(PendingResponse {
             rx,
+            arrived: None,
             correlation_id,
             pending: self.pending.clone(),
             addr: self.addr.clone(),
@@ -449,15 +450,31 @@ impl Connection {
 #[derive(Debug)]
 pub struct PendingResponse {
     rx: oneshot::Receiver<Result<Bytes, String>>,
+    /// The answer, once [`PendingResponse::ready`] has seen it.
+    arrived: Option<std::result::Result<Result<Bytes, String>, oneshot::error::RecvError>>,
     correlation_id: i32,
     pending: Pending,
     addr: String,
 }
 
 impl PendingResponse {
+    /// Returns once the answer (or the connection's end) has arrived, keeping it for
+    /// [`PendingResponse::wait`]. Cancel-safe: dropping the future loses nothing, so it can race
+    /// other events in a `select!`.
+    pub async fn ready(&mut self) {
+        if self.arrived.is_none() {
+            let got = (&mut self.rx).await;
+            self.arrived = Some(got);
+        }
+    }
+
     /// Waits for the response frame (the bytes after the size prefix).
-    pub async fn wait(self, timeout: Duration) -> Result<Bytes> {
-        match tokio::time::timeout(timeout, self.rx).await {
+    pub async fn wait(mut self, timeout: Duration) -> Result<Bytes> {
+        let got = match self.arrived.take() {
+            Some(got) => Ok(got),
+            None => tokio::time::timeout(timeout, &mut self.rx).await,
+        };
+        match got {
             Ok(Ok(Ok(bytes))) => Ok(bytes),
             Ok(Ok(Err(reason))) => {
                 Err(Error::new(ErrorKind::Closed(reason)).broker_addr(&self.addr))

@@ -415,36 +415,49 @@ impl RecordBatch {
     pub fn rewrite(&self, rewrite: &HeaderRewrite) -> RewrittenBatch {
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&self.bytes[..HEADER_LEN]);
-        let mut put = |at: usize, v: &[u8]| header[at..at + v.len()].copy_from_slice(v);
-        if let Some(v) = rewrite.base_offset {
-            put(BASE_OFFSET, &v.to_be_bytes());
-        }
-        if let Some(v) = rewrite.partition_leader_epoch {
-            put(PARTITION_LEADER_EPOCH, &v.to_be_bytes());
-        }
-        if let Some(v) = rewrite.attributes {
-            put(ATTRIBUTES, &v.to_be_bytes());
-        }
-        if let Some(v) = rewrite.producer_id {
-            put(PRODUCER_ID, &v.to_be_bytes());
-        }
-        if let Some(v) = rewrite.producer_epoch {
-            put(PRODUCER_EPOCH, &v.to_be_bytes());
-        }
-        if let Some(v) = rewrite.base_sequence {
-            put(BASE_SEQUENCE, &v.to_be_bytes());
-        }
-        let old = &self.bytes[ATTRIBUTES..HEADER_LEN];
-        let new = &header[ATTRIBUTES..HEADER_LEN];
-        if old != new {
-            let records_len = self.bytes.len() - HEADER_LEN;
-            let updated = crc::update_prefix(self.crc(), old, new, records_len);
-            header[CRC..CRC + 4].copy_from_slice(&updated.to_be_bytes());
-        }
+        rewrite_header(&mut header, self.bytes.len() - HEADER_LEN, rewrite);
         RewrittenBatch {
             header,
             records: self.records_region(),
         }
+    }
+}
+
+/// Applies `rewrite` to a 61-byte batch header whose records region is `records_len` bytes,
+/// updating its CRC from the old CRC and the changed header bytes alone. The one place where
+/// header fields of a forwarded batch are written.
+fn rewrite_header(header: &mut [u8; HEADER_LEN], records_len: usize, rewrite: &HeaderRewrite) {
+    let old_header = *header;
+    let mut put = |at: usize, v: &[u8]| header[at..at + v.len()].copy_from_slice(v);
+    if let Some(v) = rewrite.base_offset {
+        put(BASE_OFFSET, &v.to_be_bytes());
+    }
+    if let Some(v) = rewrite.partition_leader_epoch {
+        put(PARTITION_LEADER_EPOCH, &v.to_be_bytes());
+    }
+    if let Some(v) = rewrite.attributes {
+        put(ATTRIBUTES, &v.to_be_bytes());
+    }
+    if let Some(v) = rewrite.producer_id {
+        put(PRODUCER_ID, &v.to_be_bytes());
+    }
+    if let Some(v) = rewrite.producer_epoch {
+        put(PRODUCER_EPOCH, &v.to_be_bytes());
+    }
+    if let Some(v) = rewrite.base_sequence {
+        put(BASE_SEQUENCE, &v.to_be_bytes());
+    }
+    let old = &old_header[ATTRIBUTES..HEADER_LEN];
+    let new = &header[ATTRIBUTES..HEADER_LEN];
+    if old != new {
+        let old_crc = u32::from_be_bytes([
+            old_header[CRC],
+            old_header[CRC + 1],
+            old_header[CRC + 2],
+            old_header[CRC + 3],
+        ]);
+        let updated = crc::update_prefix(old_crc, old, new, records_len);
+        header[CRC..CRC + 4].copy_from_slice(&updated.to_be_bytes());
     }
 }
 
@@ -476,6 +489,16 @@ pub struct RewrittenBatch {
 }
 
 impl RewrittenBatch {
+    /// The same batch with `rewrite` applied to its header (CRC updated, records untouched).
+    pub fn rewrite(&self, rewrite: &HeaderRewrite) -> RewrittenBatch {
+        let mut header = self.header;
+        rewrite_header(&mut header, self.records.len(), rewrite);
+        RewrittenBatch {
+            header,
+            records: self.records.clone(),
+        }
+    }
+
     /// Total size in bytes.
     pub fn len(&self) -> usize {
         HEADER_LEN + self.records.len()

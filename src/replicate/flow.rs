@@ -134,6 +134,63 @@ pub struct Flow {
     obs: Arc<Observer>,
     /// Fetch sessions (KIP-227) with the source brokers, by node id.
     fetch_sessions: HashMap<i32, FetchSession>,
+    /// Requests and bytes of the data path, logged when the flow stops.
+    traffic: Traffic,
+    /// The Fetch requests outstanding (one per source leader) and the offsets they asked for.
+    fetching: Vec<StartedFetch>,
+    /// When a Fetch last brought data: while data flows, fetches wait briefly (see
+    /// [`fetch_wait`]).
+    last_data: Option<Instant>,
+}
+
+/// A Fetch request written to a source leader, with the offset asked for each partition: an
+/// answer for a partition that has moved on since (reassigned, resumed) is ignored.
+struct StartedFetch {
+    leader: i32,
+    pending: PendingFetch,
+    offsets: HashMap<(String, i32), i64>,
+}
+
+/// Which answer [`Flow::next_answer`] saw first.
+enum Answer {
+    Produce,
+    Fetch,
+}
+
+/// How long the loop sleeps when it has nothing to send and nothing to wait for.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+
+/// Longest a Fetch waits for data while data is flowing.
+const FLOWING_FETCH_WAIT: Duration = Duration::from_millis(10);
+
+/// How long after the last fetched data the flow still counts as flowing.
+const FLOWING_FOR: Duration = Duration::from_secs(2);
+
+/// The `max_wait_ms` of the next Fetch. With batches queued the answer is wanted now (0). With
+/// nothing queued but data fetched within [`FLOWING_FOR`], a short wait: the next records are
+/// due any moment, and a broker that holds a long poll until `max_wait_ms` runs out (rather than
+/// answering when `min_bytes` arrive, as Apache Kafka does) would otherwise add the whole wait
+/// to the replication latency. Idle flows long-poll with the configured wait.
+fn fetch_wait(queued: bool, since_data: Option<Duration>, configured: Duration) -> Duration {
+    if queued {
+        Duration::ZERO
+    } else if since_data.is_some_and(|d| d < FLOWING_FOR) {
+        configured.min(FLOWING_FETCH_WAIT)
+    } else {
+        configured
+    }
+}
+
+/// Counts of the data path's requests, logged when a flow stops: how full its requests were.
+#[derive(Debug, Default, Clone, Copy)]
+struct Traffic {
+    rounds: u64,
+    fetches: u64,
+    fetched_batches: u64,
+    fetched_bytes: u64,
+    produces: u64,
+    produced_batches: u64,
+    produced_bytes: u64,
 }
 
 /// The mirror side of a flow (`mode = "mirror"`).
@@ -164,6 +221,12 @@ struct InFlight {
 /// Produce requests in flight per flow, and batches in flight per partition (Kafka's limit for
 /// an idempotent producer is 5).
 const MAX_IN_FLIGHT: usize = 5;
+
+/// Requests in flight from which a Produce request that is not full is held back.
+const HOLD_BELOW_IN_FLIGHT: usize = 2;
+
+/// Batch bytes at which a Produce request counts as full (librdkafka's default request size).
+const PRODUCE_REQUEST_BYTES: usize = 1 << 20;
 
 /// OutOfOrderSequenceNumber answers in a row that are resent before a partition stops.
 const MAX_SEQUENCE_RETRIES: u32 = 5;
@@ -225,6 +288,9 @@ impl Flow {
             ownership_seen: (u64::MAX, 0, Instant::now()),
             obs: Arc::new(Observer::new()),
             fetch_sessions: HashMap::new(),
+            last_data: None,
+            traffic: Traffic::default(),
+            fetching: Vec::new(),
         }
     }
 
@@ -459,22 +525,24 @@ impl Flow {
                 }
                 next_heartbeat = now + self.cfg.heartbeat_interval;
             }
-            tracing::trace!(flow = %name, "fetch round");
-            // The Fetch goes out first; the source broker gathers the data while the produce
-            // side sends and takes in an answer.
-            let fetches = match self.fetch_start().await {
-                Ok(f) => {
-                    self.obs.connected(&name, Side::Source, true);
-                    f
+            tracing::trace!(flow = %name, "round");
+            self.traffic.rounds += 1;
+            // One set of Fetch requests is outstanding at a time; the next goes out as soon as
+            // the last is taken in and the buffer has room, while Produce requests are in flight.
+            if self.fetching.is_empty() {
+                match self.fetch_start().await {
+                    Ok(f) => {
+                        self.obs.connected(&name, Side::Source, true);
+                        self.fetching = f;
+                    }
+                    Err(e) => {
+                        tracing::warn!(flow = %name, "fetch round failed: {e}");
+                        self.obs.error(&name, "fetch");
+                        self.obs.connected(&name, Side::Source, false);
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!(flow = %name, "fetch round failed: {e}");
-                    self.obs.error(&name, "fetch");
-                    self.obs.connected(&name, Side::Source, false);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    Vec::new()
-                }
-            };
+            }
             tracing::trace!(flow = %name, in_flight = self.in_flight.len(), "produce");
             while self.in_flight.len() < MAX_IN_FLIGHT {
                 match self.send_round().await {
@@ -488,17 +556,26 @@ impl Flow {
                     }
                 }
             }
-            if !self.in_flight.is_empty() {
-                self.receive_one().await;
-            }
-            let fetched = match self.fetch_finish(fetches).await {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::warn!(flow = %name, "fetch round failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    0
+            // Then whichever answer comes first: the oldest Produce or the Fetch. Neither side
+            // waits for the other, so the target always has the next request queued.
+            match self.next_answer().await {
+                Some(Answer::Produce) => self.receive_one().await,
+                Some(Answer::Fetch) => {
+                    let started = std::mem::take(&mut self.fetching);
+                    if let Err(e) = self.fetch_finish(started).await {
+                        tracing::warn!(flow = %name, "fetch round failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
                 }
-            };
+                None => {
+                    // Nothing to fetch and nothing in flight: no partitions, a full buffer
+                    // waiting for a durable start or a lease, or paused mirrors.
+                    tokio::select! {
+                        _ = tokio::time::sleep(IDLE_WAIT) => {}
+                        _ = shutdown.changed() => {}
+                    }
+                }
+            }
             if Instant::now() >= next_flush {
                 if let Err(e) = self.flush_progress().await {
                     tracing::warn!(flow = %name, "progress write failed: {e}");
@@ -535,12 +612,6 @@ impl Flow {
                 next_sync = Instant::now() + self.cfg.offset_sync_interval;
             }
             self.publish_status();
-            if fetched == 0 && self.parts.is_empty() {
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-                    _ = shutdown.changed() => {}
-                }
-            }
         }
         // Stop: answers to requests in flight are awaited and applied; queued batches are
         // abandoned without advancing progress; the acknowledged position is persisted.
@@ -559,7 +630,18 @@ impl Flow {
             tracing::warn!(flow = %name, "progress write failed, retrying: {e}");
             tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
         }
-        tracing::info!(flow = %name, "stopped");
+        let t = self.traffic;
+        tracing::info!(
+            flow = %name,
+            rounds = t.rounds,
+            fetches = t.fetches,
+            fetched_batches = t.fetched_batches,
+            fetched_bytes = t.fetched_bytes,
+            produces = t.produces,
+            produced_batches = t.produced_batches,
+            produced_bytes = t.produced_bytes,
+            "stopped"
+        );
         Ok(())
     }
 
@@ -982,9 +1064,31 @@ impl Flow {
         (self.cfg.buffer_bytes / self.parts.len().max(1)).max(1 << 20)
     }
 
+    /// Waits for the first of: the oldest Produce answer, all the outstanding Fetch answers.
+    /// `None` when nothing is outstanding. Takes nothing in: the caller does.
+    async fn next_answer(&mut self) -> Option<Answer> {
+        let have_fetch = !self.fetching.is_empty();
+        let fetching = &mut self.fetching;
+        let fetch_all = async {
+            for f in fetching.iter_mut() {
+                f.pending.ready().await;
+            }
+        };
+        match (self.in_flight.front_mut(), have_fetch) {
+            (Some(oldest), true) => tokio::select! {
+                biased;
+                _ = oldest.pending.ready() => Some(Answer::Produce),
+                _ = fetch_all => Some(Answer::Fetch),
+            },
+            (Some(_), false) => Some(Answer::Produce),
+            (None, true) => Some(Answer::Fetch),
+            (None, false) => None,
+        }
+    }
+
     /// Writes one Fetch request per source leader for partitions with room, without waiting
     /// for the answers ([`Flow::fetch_finish`] takes them in).
-    async fn fetch_start(&mut self) -> Result<Vec<(i32, PendingFetch)>> {
+    async fn fetch_start(&mut self) -> Result<Vec<StartedFetch>> {
         let cap = self.per_partition_cap();
         let total: usize = self.parts.values().map(|p| p.queued_bytes).sum();
         if total >= self.cfg.buffer_bytes {
@@ -993,10 +1097,20 @@ impl Flow {
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
         let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
         let held = self.held_topics();
-        for (k, st) in &self.parts {
-            if st.failed.is_some() || st.queued_bytes >= cap || held.contains(&k.0) {
-                continue;
-            }
+        // The broker fills a response in request order until `fetch_max_bytes`: partitions with
+        // the least queued go first (ties rotate each round), so every partition has a batch
+        // for the next Produce request instead of a few partitions taking every response.
+        let mut wanted: Vec<(&(String, i32), &PartState)> = self
+            .parts
+            .iter()
+            .filter(|(k, st)| st.failed.is_none() && st.queued_bytes < cap && !held.contains(&k.0))
+            .collect();
+        if !wanted.is_empty() {
+            let turn = (self.traffic.rounds as usize) % wanted.len();
+            wanted.rotate_left(turn);
+        }
+        wanted.sort_by_key(|(_, st)| st.queued_bytes);
+        for (k, st) in wanted {
             let (leader, epoch) = match self.source.leader(&k.0, k.1).await {
                 Ok(l) => l,
                 Err(e) => {
@@ -1015,13 +1129,11 @@ impl Flow {
                     max_bytes,
                 });
         }
-        let idle = self.parts.values().all(|p| p.queue.is_empty());
+        let queued = self.parts.values().any(|p| !p.queue.is_empty());
+        let since_data = self.last_data.map(|t| t.elapsed());
+        let wait = fetch_wait(queued, since_data, self.cfg.fetch_max_wait);
         let limits = FetchLimits {
-            max_wait_ms: if idle {
-                self.cfg.fetch_max_wait.as_millis() as i32
-            } else {
-                0
-            },
+            max_wait_ms: i32::try_from(wait.as_millis()).unwrap_or(i32::MAX),
             min_bytes: 1,
             max_bytes: self.cfg.fetch_max_bytes,
             isolation_level: crate::protocol::fetch::READ_COMMITTED,
@@ -1033,19 +1145,33 @@ impl Flow {
                 .source
                 .fetch_start(leader, session, &specs, &limits)
                 .await?;
-            started.push((leader, pending));
+            let offsets = specs
+                .into_iter()
+                .map(|s| ((s.topic, s.partition), s.offset))
+                .collect();
+            started.push(StartedFetch {
+                leader,
+                pending,
+                offsets,
+            });
+            self.traffic.fetches += 1;
         }
         Ok(started)
     }
 
     /// Takes in the answers to the Fetch requests [`Flow::fetch_start`] wrote and plans what
     /// the batches become; returns batches planned.
-    async fn fetch_finish(&mut self, started: Vec<(i32, PendingFetch)>) -> Result<usize> {
+    async fn fetch_finish(&mut self, started: Vec<StartedFetch>) -> Result<usize> {
         let mut planned = 0;
         let name = self.name();
         let src_name = self.source.name().to_string();
         let mut failed = None;
-        for (leader, pending) in started {
+        for StartedFetch {
+            leader,
+            pending,
+            offsets,
+        } in started
+        {
             let session = self.fetch_sessions.entry(leader).or_default();
             if failed.is_some() {
                 session.on_failure();
@@ -1063,6 +1189,9 @@ impl Flow {
                 let Some(st) = self.parts.get_mut(&key) else {
                     continue;
                 };
+                if offsets.get(&key) != Some(&st.planner.next_offset()) {
+                    continue; // resumed elsewhere while the request was out: fetched again
+                }
                 st.source_end = p.high_watermark;
                 match p.error_code {
                     error_code::NONE => {}
@@ -1099,6 +1228,8 @@ impl Flow {
                             self.obs
                                 .batch_fetched(&name, &key.0, out.batch.max_timestamp(), now);
                             st.queued_bytes += out.batch.len();
+                            self.traffic.fetched_batches += 1;
+                            self.traffic.fetched_bytes += out.batch.len() as u64;
                             st.queue.push_back(out);
                             planned += 1;
                         }
@@ -1121,52 +1252,65 @@ impl Flow {
         }
         match failed {
             Some(e) => Err(e),
-            None => Ok(planned),
+            None => {
+                if planned > 0 {
+                    self.last_data = Some(Instant::now());
+                }
+                Ok(planned)
+            }
         }
     }
 
     /// Starts one Produce request per target leader carrying the next unsent batch of every
     /// partition that has one (up to [`MAX_IN_FLIGHT`] per partition). Returns requests sent.
+    ///
+    /// Adaptive batching: while [`HOLD_BELOW_IN_FLIGHT`] requests are already in flight, a
+    /// request that is not yet full (under [`PRODUCE_REQUEST_BYTES`] and not carrying every
+    /// partition the leader could take) is held back; the broker is busy anyway, and the next
+    /// answer brings another chance to send it fuller. An idle pipeline sends at once.
     async fn send_round(&mut self) -> Result<usize> {
         if !self.may_write() {
             return Ok(0);
         }
-        let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
+        // Per leader: the partitions with a batch to send, and how many have batches queued
+        // (sent or not); a request carrying all of those is as full as it can be.
+        let mut by_leader: BTreeMap<i32, (Vec<(String, i32)>, usize)> = BTreeMap::new();
         let held = self.held_topics();
-        let keys: Vec<(String, i32)> = self
-            .parts
-            .iter()
-            .filter(|((topic, _), s)| {
-                // Paused mirrors keep what they queued and send nothing.
-                if held.contains(topic) {
-                    return false;
+        for (k, s) in &self.parts {
+            // Paused mirrors keep what they queued and send nothing. Nothing is written for a
+            // partition before its starting position is durable: a crash then always leaves a
+            // progress record to resume from.
+            if held.contains(&k.0) || s.failed.is_some() || s.flushed.is_none() {
+                continue;
+            }
+            let ready = s.queue.len() > s.in_flight && s.in_flight < MAX_IN_FLIGHT;
+            match self.target.leader(&s.target_topic, k.1).await {
+                Ok((leader, _)) => {
+                    let entry = by_leader.entry(leader).or_default();
+                    entry.1 += usize::from(!s.queue.is_empty());
+                    if ready {
+                        entry.0.push(k.clone());
+                    }
                 }
-                // Nothing is written for a partition before its starting position is durable:
-                // a crash then always leaves a progress record to resume from.
-                s.failed.is_none()
-                    && s.flushed.is_some()
-                    && s.queue.len() > s.in_flight
-                    && s.in_flight < MAX_IN_FLIGHT
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in keys {
-            let remote = self.parts[&k].target_topic.clone();
-            match self.target.leader(&remote, k.1).await {
-                Ok((leader, _)) => by_leader.entry(leader).or_default().push(k),
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), topic = %remote, partition = k.1, "no target leader: {e}")
+                Err(e) if ready => {
+                    tracing::warn!(flow = %self.name(), topic = %s.target_topic, partition = k.1, "no target leader: {e}")
                 }
+                Err(_) => {}
             }
         }
+        let hold = self.in_flight.len() >= HOLD_BELOW_IN_FLIGHT;
         let mut sent = 0;
         let settings = ProduceSettings {
             transactional_id: None,
             acks: -1,
             timeout_ms: 30_000,
         };
-        for (leader, keys) in by_leader {
+        for (leader, (keys, active)) in by_leader {
+            if keys.is_empty() {
+                continue;
+            }
             let conn = self.target.connection_id(leader).await?;
+            let mut bytes = 0usize;
             let mut topics: Vec<ProduceTopic> = Vec::new();
             let mut members = Vec::with_capacity(keys.len());
             for k in &keys {
@@ -1188,11 +1332,17 @@ impl Flow {
                         partitions: vec![part],
                     }),
                 }
+                bytes += next.batch.len();
                 members.push((k.clone(), st.epoch));
             }
             if topics.is_empty() {
                 continue;
             }
+            if hold && bytes < PRODUCE_REQUEST_BYTES && members.len() < active {
+                continue; // not full, and the broker has work: wait for an answer first
+            }
+            self.traffic.produced_batches += members.len() as u64;
+            self.traffic.produced_bytes += bytes as u64;
             let pending = self
                 .target
                 .produce_start(leader, &settings, &topics)
@@ -1204,6 +1354,7 @@ impl Flow {
                 }
             }
             self.in_flight.push_back(InFlight { pending, members });
+            self.traffic.produces += 1;
             sent += 1;
         }
         Ok(sent)
@@ -2101,5 +2252,34 @@ fn first_source_offset(out: &Outgoing) -> i64 {
     match &out.source {
         SourceOffsets::Contiguous { first, .. } => *first,
         SourceOffsets::Listed(v) => v.first().copied().unwrap_or(-1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fetch_wait_follows_the_data() {
+        let configured = Duration::from_millis(500);
+        assert_eq!(fetch_wait(true, None, configured), Duration::ZERO);
+        assert_eq!(
+            fetch_wait(true, Some(Duration::ZERO), configured),
+            Duration::ZERO
+        );
+        assert_eq!(
+            fetch_wait(false, Some(Duration::from_millis(100)), configured),
+            FLOWING_FETCH_WAIT
+        );
+        assert_eq!(
+            fetch_wait(
+                false,
+                Some(Duration::from_millis(5)),
+                Duration::from_millis(3)
+            ),
+            Duration::from_millis(3)
+        );
+        assert_eq!(fetch_wait(false, Some(FLOWING_FOR), configured), configured);
+        assert_eq!(fetch_wait(false, None, configured), configured);
     }
 }
