@@ -119,6 +119,18 @@ fn bench_against_two_clusters_reports_consistent_figures() {
         l["latency"]["max_ms"].as_i64().unwrap(),
     );
     assert!(p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
+    // Its yardstick, the same producer and reader on the target alone, read what it wrote.
+    let d = &l["direct"];
+    assert!(u(&d["records"]) > 0, "{d}");
+    assert!(u(&d["latency"]["count"]) > 0, "{d}");
+    assert!(
+        u(&d["latency"]["p50_ms"]) <= u(&d["latency"]["max_ms"]),
+        "{d}"
+    );
+    assert!(
+        !l["fresh_brokers"].as_bool().unwrap(),
+        "clusters given by address are kept"
+    );
 
     // An independent reader finds every record on the target, with the source's keys.
     let remote = m["settings"]["remote_topic"].as_str().unwrap();
@@ -142,7 +154,7 @@ fn bench_starts_its_own_brokers_by_default() {
     support::broker::nisshi_binary(); // a clear message when nisshi is missing
     let out = strait()
         .args(["bench", "--partitions", "2", "--records", "500"])
-        .args(["--record-bytes", "1000", "--latency-secs", "0"])
+        .args(["--record-bytes", "1000", "--latency-secs", "1"])
         .output()
         .expect("run strait bench");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -152,7 +164,9 @@ fn bench_starts_its_own_brokers_by_default() {
     assert!(text.contains("records on the target"), "{text}");
     assert!(text.contains("of the ceiling"), "{text}");
     assert!(text.contains("x the floor"), "{text}");
-    assert!(text.contains("latency: not measured"), "{text}");
+    // The latency phase and its yardstick each ran on two fresh local brokers.
+    assert!(text.contains(", fresh brokers ("), "{text}");
+    assert!(text.contains("without strait (target only)"), "{text}");
     // With its own brokers it reads their CPU time too.
     assert!(text.contains("strait while moving data"), "{text}");
     assert!(text.contains("local brokers (CPU-s)"), "{text}");

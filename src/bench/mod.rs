@@ -10,9 +10,9 @@
 //!    CPU time and peak RSS from `wait4`;
 //! 4. relay the same number of bytes through `strait bench-relay`, a child process that copies
 //!    one socket to another with a 1 MiB buffer ([`relay`]): the floor, measured the same way;
-//! 5. optionally, produce to a second topic at half of strait's measured throughput (or a given
-//!    rate) while a second `strait run` replicates it, and read the target with
-//!    [`latency::probe`].
+//! 5. optionally ([`run_latency`]), produce to a second topic at half of strait's measured
+//!    throughput (or a given rate) while a second `strait run` replicates it, and read the
+//!    target with [`latency::probe`]. The CLI gives this phase fresh local brokers.
 //!
 //! The pure parts (percentiles, the report and its ratios, the data) are unit-tested here; the
 //! whole is tested against two nisshi brokers in `tests/bench.rs`.
@@ -36,7 +36,7 @@ use crate::client::{Cluster, ClusterConfig, LATEST};
 use crate::error::{Error, Result};
 use data::DataShape;
 use process::{CpuSample, Measured};
-use report::{BrokerCpu, LatencyRun, ProcessCost, Report, Settings, Transfer};
+use report::{BrokerCpu, DirectLatency, LatencyRun, ProcessCost, Report, Settings, Transfer};
 
 /// Distinct batches the bench keeps encoded in memory at most; longer runs cycle through them.
 pub const POOL_BYTES: usize = 64 << 20;
@@ -180,19 +180,6 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
     ));
     let (relay, relay_process) = relay_floor(&opts.exe, floor_bytes).await?;
 
-    let latency = if opts.latency_seconds > 0.0 {
-        let rate = opts
-            .latency_rate_mb_per_s
-            .unwrap_or_else(|| strait.mb_per_s() / 2.0);
-        progress(&format!(
-            "latency: {rate:.1} MB/s for {:.1} s while strait replicates",
-            opts.latency_seconds
-        ));
-        Some(latency_phase(opts, &source, &target, rate).await?)
-    } else {
-        None
-    };
-
     let report = Report {
         settings: Settings {
             source: opts.source.clone(),
@@ -225,9 +212,37 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
         }),
         relay,
         relay_process,
-        latency,
+        latency: None,
     };
     Ok(report)
+}
+
+/// The latency phase's rate: `opts.latency_rate_mb_per_s`, or half of strait's throughput.
+pub fn latency_rate(opts: &BenchOptions, throughput_mb_per_s: f64) -> f64 {
+    opts.latency_rate_mb_per_s
+        .unwrap_or(throughput_mb_per_s / 2.0)
+}
+
+/// The latency phase (after [`run`], which measures the throughput the rate derives from):
+/// records produced to the source at `rate_mb_per_s` while `strait run` replicates them, read
+/// on the target. `fresh_brokers` tells the report that the clusters were started anew for it.
+pub async fn run_latency(
+    opts: &BenchOptions,
+    rate_mb_per_s: f64,
+    fresh_brokers: bool,
+) -> Result<LatencyRun> {
+    let source = Arc::new(Cluster::connect(ClusterConfig::new(SOURCE_ALIAS, &opts.source)).await?);
+    let target = Arc::new(Cluster::connect(ClusterConfig::new(TARGET_ALIAS, &opts.target)).await?);
+    let mut run = latency_phase(opts, &source, &target, rate_mb_per_s).await?;
+    run.fresh_brokers = fresh_brokers;
+    Ok(run)
+}
+
+/// The latency phase's yardstick: the same producer and reader at the same rate on one topic
+/// of the target, no strait between them: the latency the setup itself adds.
+pub async fn run_direct_latency(opts: &BenchOptions, rate_mb_per_s: f64) -> Result<DirectLatency> {
+    let target = Arc::new(Cluster::connect(ClusterConfig::new(TARGET_ALIAS, &opts.target)).await?);
+    direct_latency(opts, &target, rate_mb_per_s).await
 }
 
 async fn create(cluster: &Cluster, topic: &str, opts: &BenchOptions) -> Result<()> {
@@ -457,14 +472,66 @@ async fn latency_phase(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let paced = paced_and_probed(opts, source, &topic, target, &remote, rate_mb_per_s).await;
+    let stopped = tokio::task::spawn_blocking(move || child.terminate())
+        .await
+        .map_err(|e| Error::invalid(format!("reaping strait run: {e}")))?;
+    let paced = paced.map_err(|e| Error::invalid(format!("{e}; {}", log_tail(&log))))?;
+    stopped?;
+    Ok(LatencyRun {
+        rate_mb_per_s,
+        produced: paced.produced,
+        records_seen: paced.seen,
+        latency: paced.latency,
+        machine_busy: paced.machine_busy,
+        fresh_brokers: false,
+        direct: None,
+    })
+}
+
+/// The same producer and reader with no strait between them: produce to and read from a
+/// fresh topic on the target, at the same rate. The latency the setup itself adds.
+async fn direct_latency(
+    opts: &BenchOptions,
+    target: &Arc<Cluster>,
+    rate_mb_per_s: f64,
+) -> Result<DirectLatency> {
+    let topic = format!("{}-latency-direct", opts.topic);
+    create(target, &topic, opts).await?;
+    let paced = paced_and_probed(opts, target, &topic, target, &topic, rate_mb_per_s).await?;
+    Ok(DirectLatency {
+        records: paced.seen,
+        latency: paced.latency,
+        machine_busy: paced.machine_busy,
+    })
+}
+
+/// What [`paced_and_probed`] measured.
+struct Paced {
+    produced: Transfer,
+    seen: u64,
+    latency: stats::Summary,
+    machine_busy: Option<f64>,
+}
+
+/// Produces to `topic` on `into` at `rate_mb_per_s` for the phase's seconds while reading
+/// `read_topic` on `from`; the samples are the reader's.
+async fn paced_and_probed(
+    opts: &BenchOptions,
+    into: &Arc<Cluster>,
+    topic: &str,
+    from: &Arc<Cluster>,
+    read_topic: &str,
+    rate_mb_per_s: f64,
+) -> Result<Paced> {
     let state = Arc::new(latency::ProducerState::default());
     let probe = {
-        let (target, remote, state) = (target.clone(), remote.clone(), state.clone());
+        let (from, read_topic, state) = (from.clone(), read_topic.to_string(), state.clone());
         let partitions = opts.partitions;
         tokio::spawn(async move {
             latency::probe(
-                &target,
-                &remote,
+                &from,
+                &read_topic,
                 partitions,
                 &state,
                 Duration::from_secs(30),
@@ -472,15 +539,19 @@ async fn latency_phase(
             .await
         })
     };
+    let machine_before = process::MachineSample::take();
     let produced = writer::write_paced(
-        source,
-        &topic,
+        into,
+        topic,
         opts.partitions,
         &opts.shape,
         rate_mb_per_s * 1e6,
         Duration::from_secs_f64(opts.latency_seconds),
     )
     .await;
+    let machine_busy = process::MachineSample::take()
+        .zip(machine_before)
+        .and_then(|(after, before)| after.busy_since(&before));
     if let Ok(t) = &produced {
         state.produced.store(t.records, Ordering::Release);
     }
@@ -488,19 +559,15 @@ async fn latency_phase(
     let probed = probe
         .await
         .map_err(|e| Error::invalid(format!("latency probe: {e}")))?;
-    let stopped = tokio::task::spawn_blocking(move || child.terminate())
-        .await
-        .map_err(|e| Error::invalid(format!("reaping strait run: {e}")))?;
     let produced = produced?;
-    let (samples, seen) = probed.map_err(|e| Error::invalid(format!("{e}; {}", log_tail(&log))))?;
-    stopped?;
+    let (samples, seen) = probed?;
     let latency = samples
         .summary()
         .ok_or_else(|| Error::invalid("the latency probe read no batch"))?;
-    Ok(LatencyRun {
-        rate_mb_per_s,
+    Ok(Paced {
         produced,
-        records_seen: seen,
+        seen,
         latency,
+        machine_busy,
     })
 }

@@ -173,6 +173,47 @@ impl CpuSample {
     }
 }
 
+/// The whole machine's CPU time from `/proc/stat` (all cores): busy and total jiffies.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineSample {
+    busy: u64,
+    total: u64,
+}
+
+impl MachineSample {
+    /// Samples the machine now (`None` off Linux or when `/proc/stat` cannot be read).
+    pub fn take() -> Option<MachineSample> {
+        MachineSample::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// Parses the `cpu` line of `/proc/stat`: user nice system idle iowait irq softirq steal.
+    /// Idle and iowait are not busy.
+    fn parse(stat: &str) -> Option<MachineSample> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        if v.len() < 5 {
+            return None;
+        }
+        let total: u64 = v.iter().sum();
+        Some(MachineSample {
+            busy: total - v[3] - v[4],
+            total,
+        })
+    }
+
+    /// Fraction of all cores busy since `earlier` (0 to 1; `None` if no time passed).
+    pub fn busy_since(&self, earlier: &MachineSample) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total)?;
+        let busy = self.busy.checked_sub(earlier.busy)?;
+        (total > 0).then(|| busy as f64 / total as f64)
+    }
+}
+
 impl Drop for Measured {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -215,6 +256,21 @@ mod tests {
         assert!(used > 0.05 && used < 1.0, "{used}");
         assert_eq!(after.since(&before, 1), None, "pid 0 has no /proc entry");
         let (_, _) = m.terminate().unwrap();
+    }
+
+    #[test]
+    fn machine_busy_from_proc_stat() {
+        let a = MachineSample::parse("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5\n").unwrap();
+        let b = MachineSample::parse("cpu  250 0 100 900 50 0 0 0 0 0\n").unwrap();
+        // 200 busy of 300 jiffies.
+        assert_eq!(b.busy_since(&a), Some(200.0 / 300.0));
+        assert_eq!(a.busy_since(&a), None);
+        assert_eq!(a.busy_since(&b), None);
+        assert_eq!(MachineSample::parse("cpu0 1 2 3 4 5\n"), None);
+        assert_eq!(MachineSample::parse("cpu  1 x 3 4 5\n"), None);
+        if cfg!(target_os = "linux") {
+            assert!(MachineSample::take().is_some());
+        }
     }
 
     #[test]

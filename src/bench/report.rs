@@ -104,6 +104,25 @@ pub struct LatencyRun {
     pub records_seen: u64,
     /// Batch latencies: time the batch was read on the target minus its max timestamp.
     pub latency: Summary,
+    /// Fraction of the machine's cores busy while the bench produced (everything on the
+    /// machine: the bench's producer and reader, strait, local brokers).
+    pub machine_busy: Option<f64>,
+    /// The phase ran on local brokers started anew for it (the throughput phases leave over a
+    /// GB in in-memory brokers, which slows nisshi down).
+    pub fresh_brokers: bool,
+    /// The same producer and reader on the target alone, no strait: the setup's own latency.
+    pub direct: Option<DirectLatency>,
+}
+
+/// Latency of the bench's producer and reader on one topic of the target, at the same rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DirectLatency {
+    /// Records read back.
+    pub records: u64,
+    /// Batch latencies, as in [`LatencyRun::latency`].
+    pub latency: Summary,
+    /// Fraction of the machine's cores busy meanwhile.
+    pub machine_busy: Option<f64>,
 }
 
 /// CPU seconds of the local brokers (when the bench started them) in each phase, and the
@@ -367,8 +386,9 @@ impl Report {
             Some(l) => {
                 let _ = writeln!(
                     o,
-                    "latency at {:.1} MB/s ({} records produced in {:.1} s, {} seen on the target): p50 {} ms, p99 {} ms, max {} ms over {} batches",
+                    "latency at {:.1} MB/s{} ({} records produced in {:.1} s, {} seen on the target): p50 {} ms, p99 {} ms, max {} ms over {} batches",
                     l.rate_mb_per_s,
+                    if l.fresh_brokers { ", fresh brokers" } else { "" },
                     l.produced.records,
                     l.produced.seconds,
                     l.records_seen,
@@ -377,6 +397,28 @@ impl Report {
                     l.latency.max_ms,
                     l.latency.count
                 );
+                if let Some(busy) = l.machine_busy {
+                    let _ = writeln!(
+                        o,
+                        "{:<34} {:.0}% of the cores busy (bench producer and reader, strait, brokers)",
+                        "machine while producing",
+                        busy * 100.0
+                    );
+                }
+                if let Some(d) = &l.direct {
+                    let _ = writeln!(
+                        o,
+                        "{:<34} p50 {} ms, p99 {} ms, max {} ms over {} batches{}",
+                        "without strait (target only)",
+                        d.latency.p50_ms,
+                        d.latency.p99_ms,
+                        d.latency.max_ms,
+                        d.latency.count,
+                        d.machine_busy
+                            .map(|b| format!(", {:.0}% of the cores busy", b * 100.0))
+                            .unwrap_or_default()
+                    );
+                }
             }
             None => {
                 let _ = writeln!(o, "latency: not measured");
@@ -519,10 +561,31 @@ mod tests {
                 p99_ms: 21,
                 max_ms: 40,
             },
+            machine_busy: Some(0.6),
+            fresh_brokers: true,
+            direct: Some(DirectLatency {
+                records: 400_000,
+                latency: Summary {
+                    count: 6000,
+                    p50_ms: 2,
+                    p99_ms: 9,
+                    max_ms: 15,
+                },
+                machine_busy: Some(0.4),
+            }),
         });
         let text = r.render();
         assert!(
+            text.contains("latency at 80.0 MB/s, fresh brokers (400000 records"),
+            "{text}"
+        );
+        assert!(
             text.contains("p50 4 ms, p99 21 ms, max 40 ms over 6000 batches"),
+            "{text}"
+        );
+        assert!(text.contains("60% of the cores busy"), "{text}");
+        assert!(
+            text.contains("without strait (target only)       p50 2 ms, p99 9 ms, max 15 ms over 6000 batches, 40% of the cores busy"),
             "{text}"
         );
     }

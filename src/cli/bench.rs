@@ -124,7 +124,17 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         strait_log: args.strait_log.clone(),
         broker_pids: (local.len() == 2).then(|| (local[0].pid(), local[1].pid())),
     };
-    let report = strait::bench::run(&opts, &|line| eprintln!("{line} ...")).await;
+    let progress = |line: &str| eprintln!("{line} ...");
+    let mut report = strait::bench::run(&opts, &progress).await;
+    if let Ok(r) = &mut report {
+        if opts.latency_seconds > 0.0 {
+            let rate = strait::bench::latency_rate(&opts, r.strait.mb_per_s());
+            match latency(args, &opts, rate, &mut local, &progress).await {
+                Ok(l) => r.latency = Some(l),
+                Err(e) => report = Err(e),
+            }
+        }
+    }
     drop(local);
     match report {
         Ok(r) => {
@@ -144,6 +154,54 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
             work_dir.display()
         ))),
     }
+}
+
+/// The latency phase, then its yardstick (producer and reader on the target alone). nisshi keeps
+/// topics in memory and takes produce requests markedly slower once it holds a GB or two, as it
+/// does after the throughput phases; so with local brokers each of the two runs on two fresh
+/// brokers, and both measure the same setup.
+async fn latency(
+    args: &BenchArgs,
+    opts: &BenchOptions,
+    rate: f64,
+    local: &mut Vec<LocalBroker>,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<strait::bench::report::LatencyRun> {
+    let fresh = local.len() == 2;
+    let mut opts = opts.clone();
+    let secs = opts.latency_seconds;
+    if fresh {
+        restart_local(args, &mut opts, local).await?;
+    }
+    progress(&format!(
+        "latency: {rate:.1} MB/s for {secs:.1} s while strait replicates{}",
+        if fresh { " (fresh local brokers)" } else { "" }
+    ));
+    let mut run = strait::bench::run_latency(&opts, rate, fresh).await?;
+    if fresh {
+        restart_local(args, &mut opts, local).await?;
+    }
+    progress(&format!(
+        "latency without strait: {rate:.1} MB/s for {secs:.1} s into the target and read there"
+    ));
+    run.direct = Some(strait::bench::run_direct_latency(&opts, rate).await?);
+    Ok(run)
+}
+
+/// Replaces the two local brokers by two fresh ones and points `opts` at them.
+async fn restart_local(
+    args: &BenchArgs,
+    opts: &mut BenchOptions,
+    local: &mut Vec<LocalBroker>,
+) -> Result<()> {
+    local.clear();
+    let nisshi = nisshi_path(args.nisshi.as_deref())?;
+    local.push(LocalBroker::start(&nisshi, "bench_latency_source").await?);
+    local.push(LocalBroker::start(&nisshi, "bench_latency_target").await?);
+    opts.source = local[0].addr().to_string();
+    opts.target = local[1].addr().to_string();
+    opts.broker_pids = Some((local[0].pid(), local[1].pid()));
+    Ok(())
 }
 
 /// Listens on a free loopback port, prints `host:port` on stdout, relays one connection to
