@@ -157,6 +157,9 @@ enum Answer {
     Fetch,
 }
 
+/// How often a running flow publishes its status (the REST API and status page read it).
+const STATUS_EVERY: Duration = Duration::from_millis(100);
+
 /// How long the loop sleeps when it has nothing to send and nothing to wait for.
 const IDLE_WAIT: Duration = Duration::from_millis(50);
 
@@ -487,6 +490,7 @@ impl Flow {
         let mut next_refresh = Instant::now();
         let mut next_heartbeat = Instant::now();
         let mut next_flush = Instant::now() + Duration::from_secs(1);
+        let mut next_status = Instant::now();
         let mut next_checkpoint = Instant::now() + Duration::from_secs(1);
         let mut next_sync =
             Instant::now() + self.cfg.offset_sync_interval.min(Duration::from_secs(5));
@@ -611,8 +615,14 @@ impl Flow {
                 }
                 next_sync = Instant::now() + self.cfg.offset_sync_interval;
             }
-            self.publish_status();
+            // The status copies every partition's state: at most every STATUS_EVERY, not
+            // every round (a round can be a few hundred microseconds).
+            if Instant::now() >= next_status {
+                self.publish_status();
+                next_status = Instant::now() + STATUS_EVERY;
+            }
         }
+        self.publish_status();
         // Stop: answers to requests in flight are awaited and applied; queued batches are
         // abandoned without advancing progress; the acknowledged position is persisted.
         while !self.in_flight.is_empty() {
