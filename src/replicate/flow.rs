@@ -169,15 +169,15 @@ const FLOWING_FETCH_WAIT: Duration = Duration::from_millis(10);
 /// How long after the last fetched data the flow still counts as flowing.
 const FLOWING_FOR: Duration = Duration::from_secs(2);
 
-/// The `max_wait_ms` of the next Fetch. With batches queued the answer is wanted now (0). With
-/// nothing queued but data fetched within [`FLOWING_FOR`], a short wait: the next records are
-/// due any moment, and a broker that holds a long poll until `max_wait_ms` runs out (rather than
-/// answering when `min_bytes` arrive, as Apache Kafka does) would otherwise add the whole wait
-/// to the replication latency. Idle flows long-poll with the configured wait.
-fn fetch_wait(queued: bool, since_data: Option<Duration>, configured: Duration) -> Duration {
-    if queued {
-        Duration::ZERO
-    } else if since_data.is_some_and(|d| d < FLOWING_FOR) {
+/// The `max_wait_ms` of the next Fetch. While data flows (some fetched within [`FLOWING_FOR`]),
+/// a short wait: the next records are due any moment, and a broker that holds a long poll until
+/// `max_wait_ms` runs out (rather than answering once `min_bytes` are there, as Apache Kafka
+/// does) would otherwise add the whole wait to the replication latency. Idle flows long-poll with
+/// the configured wait. Never zero: an outstanding Fetch holds nothing else up, and an empty
+/// answer in one round trip would only send the next one at once (a busy loop while a Produce
+/// answer or a paused partition is waited for).
+fn fetch_wait(since_data: Option<Duration>, configured: Duration) -> Duration {
+    if since_data.is_some_and(|d| d < FLOWING_FOR) {
         configured.min(FLOWING_FETCH_WAIT)
     } else {
         configured
@@ -1139,9 +1139,8 @@ impl Flow {
                     max_bytes,
                 });
         }
-        let queued = self.parts.values().any(|p| !p.queue.is_empty());
         let since_data = self.last_data.map(|t| t.elapsed());
-        let wait = fetch_wait(queued, since_data, self.cfg.fetch_max_wait);
+        let wait = fetch_wait(since_data, self.cfg.fetch_max_wait);
         let limits = FetchLimits {
             max_wait_ms: i32::try_from(wait.as_millis()).unwrap_or(i32::MAX),
             min_bytes: 1,
@@ -2272,24 +2271,19 @@ mod tests {
     #[test]
     fn fetch_wait_follows_the_data() {
         let configured = Duration::from_millis(500);
-        assert_eq!(fetch_wait(true, None, configured), Duration::ZERO);
         assert_eq!(
-            fetch_wait(true, Some(Duration::ZERO), configured),
-            Duration::ZERO
-        );
-        assert_eq!(
-            fetch_wait(false, Some(Duration::from_millis(100)), configured),
+            fetch_wait(Some(Duration::ZERO), configured),
             FLOWING_FETCH_WAIT
         );
         assert_eq!(
-            fetch_wait(
-                false,
-                Some(Duration::from_millis(5)),
-                Duration::from_millis(3)
-            ),
+            fetch_wait(Some(Duration::from_millis(100)), configured),
+            FLOWING_FETCH_WAIT
+        );
+        assert_eq!(
+            fetch_wait(Some(Duration::from_millis(5)), Duration::from_millis(3)),
             Duration::from_millis(3)
         );
-        assert_eq!(fetch_wait(false, Some(FLOWING_FOR), configured), configured);
-        assert_eq!(fetch_wait(false, None, configured), configured);
+        assert_eq!(fetch_wait(Some(FLOWING_FOR), configured), configured);
+        assert_eq!(fetch_wait(None, configured), configured);
     }
 }
