@@ -167,7 +167,7 @@ pub async fn write_backlog(
             sequences[partition] = sequences[partition].wrapping_add(batch.records_count() as i32);
             bytes += batch.len() as u64;
             records += batch.records_count() as u64;
-            items.push(((b % partitions as u64) as i32, batch));
+            items.push((partition as i32, batch));
             b += 1;
         }
         send_grouped(&mut pipe, &leaders, items).await?;

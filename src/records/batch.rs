@@ -606,6 +606,32 @@ mod tests {
     }
 
     #[test]
+    fn rewriting_a_rewritten_batch_keeps_the_crc_valid() {
+        let batch = RecordBatch::new(tiny_batch(42, 5)).unwrap();
+        let once = batch.rewrite(&HeaderRewrite {
+            base_offset: Some(0),
+            ..HeaderRewrite::default()
+        });
+        let twice = once.rewrite(&HeaderRewrite {
+            producer_id: Some(7),
+            producer_epoch: Some(1),
+            base_sequence: Some(40),
+            ..HeaderRewrite::default()
+        });
+        let rebuilt = RecordBatch::new(twice.to_bytes()).unwrap();
+        assert!(rebuilt.verify_crc().is_ok());
+        assert_eq!(rebuilt.base_offset(), 0);
+        assert_eq!(rebuilt.producer_id(), 7);
+        assert_eq!(rebuilt.base_sequence(), 40);
+        assert_eq!(twice.records, batch.records_region());
+        // A rewrite that changes nothing gives the same bytes.
+        assert_eq!(
+            once.rewrite(&HeaderRewrite::default()).to_bytes(),
+            once.to_bytes()
+        );
+    }
+
+    #[test]
     fn bad_length_is_an_error_not_a_panic() {
         let mut raw = tiny_batch(0, 1).to_vec();
         raw[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&3i32.to_be_bytes());
