@@ -119,6 +119,9 @@ struct Family {
     kind: Kind,
     /// By rendered label text (`k="v",...`, escaped), with the labels themselves.
     series: BTreeMap<String, (Labels, Value)>,
+    /// Where an update renders its series' key, so that updating an existing series
+    /// allocates nothing.
+    scratch: String,
 }
 
 /// Metric families by name. Share it behind an `Arc`; every method takes `&self`.
@@ -134,30 +137,40 @@ fn owned(labels: &[(&'static str, &str)]) -> Labels {
 /// The label text of a series, `k="v",...` with values escaped: the series' key.
 fn key(labels: &[(&'static str, &str)]) -> String {
     let mut s = String::with_capacity(labels.iter().map(|(k, v)| k.len() + v.len() + 4).sum());
+    write_key(&mut s, labels);
+    s
+}
+
+/// Appends the label text of a series to `s`.
+fn write_key(s: &mut String, labels: &[(&'static str, &str)]) {
     for (i, (k, v)) in labels.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
         s.push_str(k);
         s.push_str("=\"");
-        escape_into(&mut s, v);
+        escape_into(s, v);
         s.push('"');
     }
-    s
 }
 
 impl Family {
-    /// The value of the series with `labels`, created with `new` if absent.
-    fn series_mut(
+    /// Applies `update` to the series with `labels`, created with `new` if absent.
+    fn update(
         &mut self,
         labels: &[(&'static str, &str)],
         new: impl FnOnce() -> Value,
-    ) -> &mut Value {
-        &mut self
-            .series
-            .entry(key(labels))
-            .or_insert_with(|| (owned(labels), new()))
-            .1
+        update: impl FnOnce(&mut Value),
+    ) {
+        self.scratch.clear();
+        write_key(&mut self.scratch, labels);
+        if let Some((_, v)) = self.series.get_mut(self.scratch.as_str()) {
+            update(v);
+            return;
+        }
+        let mut v = new();
+        update(&mut v);
+        self.series.insert(self.scratch.clone(), (owned(labels), v));
     }
 }
 
@@ -179,6 +192,7 @@ impl Registry {
             help,
             kind,
             series: BTreeMap::new(),
+            scratch: String::new(),
         });
         f(family)
     }
@@ -197,10 +211,14 @@ impl Registry {
         v: u64,
     ) {
         self.with(name, help, Kind::Counter, |f| {
-            match f.series_mut(labels, || Value::Counter(0)) {
-                Value::Counter(c) => *c += v,
-                other => *other = Value::Counter(v),
-            }
+            f.update(
+                labels,
+                || Value::Counter(0),
+                |value| match value {
+                    Value::Counter(c) => *c += v,
+                    other => *other = Value::Counter(v),
+                },
+            )
         });
     }
 
@@ -213,7 +231,7 @@ impl Registry {
         v: f64,
     ) {
         self.with(name, help, Kind::Gauge, |f| {
-            *f.series_mut(labels, || Value::Gauge(v)) = Value::Gauge(v);
+            f.update(labels, || Value::Gauge(v), |value| *value = Value::Gauge(v));
         });
     }
 
@@ -227,15 +245,18 @@ impl Registry {
         v: f64,
     ) {
         self.with(name, help, Kind::Histogram, |f| {
-            let value = f.series_mut(labels, || Value::Histogram(Histogram::new(bounds)));
-            match value {
-                Value::Histogram(h) => h.observe(v),
-                other => {
-                    let mut h = Histogram::new(bounds);
-                    h.observe(v);
-                    *other = Value::Histogram(h);
-                }
-            }
+            f.update(
+                labels,
+                || Value::Histogram(Histogram::new(bounds)),
+                |value| match value {
+                    Value::Histogram(h) => h.observe(v),
+                    other => {
+                        let mut h = Histogram::new(bounds);
+                        h.observe(v);
+                        *other = Value::Histogram(h);
+                    }
+                },
+            )
         });
     }
 
@@ -347,6 +368,10 @@ fn label_text(key: &str, le: Option<&str>) -> String {
 }
 
 fn escape_into(s: &mut String, v: &str) {
+    if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        s.push_str(v);
+        return;
+    }
     for c in v.chars() {
         match c {
             '\\' => s.push_str("\\\\"),

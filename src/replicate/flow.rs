@@ -82,6 +82,8 @@ struct PartState {
     identical: bool,
     /// Consecutive OutOfOrderSequenceNumber answers resent (see `receive_one`).
     sequence_retries: u32,
+    /// The source topic is a heartbeats topic (its batches give the heartbeat latency).
+    heartbeats: bool,
     /// The connection carrying the batches in flight (while `in_flight > 0`): more are sent
     /// only on the same one, since a broker orders requests per connection only.
     connection: u64,
@@ -136,8 +138,12 @@ pub struct Flow {
     fetch_sessions: HashMap<i32, FetchSession>,
     /// Requests and bytes of the data path, logged when the flow stops.
     traffic: Traffic,
-    /// The Fetch requests outstanding (one per source leader) and the offsets they asked for.
+    /// The Fetch requests outstanding (at most one per source leader) and the offsets they
+    /// asked for. Each is taken in as soon as its own answer arrives.
     fetching: Vec<StartedFetch>,
+    /// Source leaders the last [`Flow::fetch_start`] found for the partitions with room: while
+    /// that many Fetch requests are outstanding, no leader is left to fetch from.
+    fetch_leaders: usize,
     /// When a Fetch last brought data: while data flows, fetches wait briefly (see
     /// [`fetch_wait`]).
     last_data: Option<Instant>,
@@ -153,8 +159,10 @@ struct StartedFetch {
 
 /// Which answer [`Flow::next_answer`] saw first.
 enum Answer {
+    /// The oldest Produce request's.
     Produce,
-    Fetch,
+    /// That of the outstanding Fetch at this index of `fetching`.
+    Fetch(usize),
 }
 
 /// How often a running flow publishes its status (the REST API and status page read it).
@@ -219,6 +227,23 @@ const MIRROR_TICK: Duration = Duration::from_millis(500);
 struct InFlight {
     pending: PendingProduce,
     members: Vec<((String, i32), u64)>,
+}
+
+/// A Produce request [`Flow::send_round`] decided to send: its leader, contents, partitions
+/// (with their epoch) and batch bytes.
+struct ProduceRequest {
+    leader: i32,
+    topics: Vec<ProduceTopic>,
+    members: Vec<((String, i32), u64)>,
+    bytes: usize,
+}
+
+/// One target leader's partitions with a batch ready to send, and how many of its partitions
+/// have batches queued at all (sent or not).
+#[derive(Default)]
+struct LeaderBatches<'a> {
+    ready: Vec<(&'a (String, i32), &'a PartState)>,
+    active: usize,
 }
 
 /// Produce requests in flight per flow, and batches in flight per partition (Kafka's limit for
@@ -294,6 +319,7 @@ impl Flow {
             last_data: None,
             traffic: Traffic::default(),
             fetching: Vec::new(),
+            fetch_leaders: 0,
         }
     }
 
@@ -531,14 +557,12 @@ impl Flow {
             }
             tracing::trace!(flow = %name, "round");
             self.traffic.rounds += 1;
-            // One set of Fetch requests is outstanding at a time; the next goes out as soon as
-            // the last is taken in and the buffer has room, while Produce requests are in flight.
-            if self.fetching.is_empty() {
+            // One Fetch is outstanding per source leader; a leader gets the next as soon as its
+            // last answer is taken in and the buffer has room, while Produce requests are in
+            // flight.
+            if self.fetching.is_empty() || self.fetching.len() < self.fetch_leaders {
                 match self.fetch_start().await {
-                    Ok(f) => {
-                        self.obs.connected(&name, Side::Source, true);
-                        self.fetching = f;
-                    }
+                    Ok(()) => self.obs.connected(&name, Side::Source, true),
                     Err(e) => {
                         tracing::warn!(flow = %name, "fetch round failed: {e}");
                         self.obs.error(&name, "fetch");
@@ -560,12 +584,18 @@ impl Flow {
                     }
                 }
             }
-            // Then whichever answer comes first: the oldest Produce or the Fetch. Neither side
-            // waits for the other, so the target always has the next request queued.
-            match self.next_answer().await {
+            // Then whichever answer comes first: the oldest Produce or any Fetch. Neither side
+            // waits for the other, so the target always has the next request queued. A stop
+            // does not wait for a long poll: outstanding Fetch answers are simply not taken in.
+            let answer = tokio::select! {
+                biased;
+                a = self.next_answer() => a,
+                Ok(()) = shutdown.changed() => continue,
+            };
+            match answer {
                 Some(Answer::Produce) => self.receive_one().await,
-                Some(Answer::Fetch) => {
-                    let started = std::mem::take(&mut self.fetching);
+                Some(Answer::Fetch(i)) => {
+                    let started = self.fetching.remove(i);
                     if let Err(e) = self.fetch_finish(started).await {
                         tracing::warn!(flow = %name, "fetch round failed: {e}");
                         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -991,6 +1021,7 @@ impl Flow {
             failed: None,
             identical,
             sequence_retries: 0,
+            heartbeats: self.policy.is_heartbeats_topic(topic),
             connection: 0,
         })
     }
@@ -1074,37 +1105,39 @@ impl Flow {
         (self.cfg.buffer_bytes / self.parts.len().max(1)).max(1 << 20)
     }
 
-    /// Waits for the first of: the oldest Produce answer, all the outstanding Fetch answers.
-    /// `None` when nothing is outstanding. Takes nothing in: the caller does.
+    /// Waits for the first of: the oldest Produce answer, any outstanding Fetch answer. `None`
+    /// when nothing is outstanding. Takes nothing in (the caller does), so it is cancel-safe.
     async fn next_answer(&mut self) -> Option<Answer> {
-        let have_fetch = !self.fetching.is_empty();
+        if self.in_flight.is_empty() && self.fetching.is_empty() {
+            return None;
+        }
         let fetching = &mut self.fetching;
-        let fetch_all = async {
-            for f in fetching.iter_mut() {
-                f.pending.ready().await;
+        let produce = async {
+            match self.in_flight.front_mut() {
+                Some(oldest) => oldest.pending.ready().await,
+                None => std::future::pending().await,
             }
         };
-        match (self.in_flight.front_mut(), have_fetch) {
-            (Some(oldest), true) => tokio::select! {
-                biased;
-                _ = oldest.pending.ready() => Some(Answer::Produce),
-                _ = fetch_all => Some(Answer::Fetch),
-            },
-            (Some(_), false) => Some(Answer::Produce),
-            (None, true) => Some(Answer::Fetch),
-            (None, false) => None,
+        tokio::select! {
+            biased;
+            _ = produce => Some(Answer::Produce),
+            i = any_ready(fetching) => Some(Answer::Fetch(i)),
         }
     }
 
-    /// Writes one Fetch request per source leader for partitions with room, without waiting
-    /// for the answers ([`Flow::fetch_finish`] takes them in).
-    async fn fetch_start(&mut self) -> Result<Vec<StartedFetch>> {
+    /// Writes one Fetch request to every source leader that has none outstanding, for its
+    /// partitions with room, without waiting for the answers ([`Flow::fetch_finish`] takes
+    /// them in). A leader whose request cannot be written is left out (its fetch session
+    /// starts over); the others still go, and the first error is returned.
+    async fn fetch_start(&mut self) -> Result<()> {
         let cap = self.per_partition_cap();
         let total: usize = self.parts.values().map(|p| p.queued_bytes).sum();
         if total >= self.cfg.buffer_bytes {
-            return Ok(Vec::new()); // backpressure: the target is slower
+            return Ok(()); // backpressure: the target is slower
         }
+        let busy: Vec<i32> = self.fetching.iter().map(|f| f.leader).collect();
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
+        let mut leaders = std::collections::BTreeSet::new();
         let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
         let held = self.held_topics();
         // The broker fills a response in request order until `fetch_max_bytes`: partitions with
@@ -1114,6 +1147,7 @@ impl Flow {
             .parts
             .iter()
             .filter(|(k, st)| st.failed.is_none() && st.queued_bytes < cap && !held.contains(&k.0))
+            .filter(|(k, _)| !self.fetching.iter().any(|f| f.offsets.contains_key(*k)))
             .collect();
         if !wanted.is_empty() {
             let turn = (self.traffic.rounds as usize) % wanted.len();
@@ -1128,6 +1162,10 @@ impl Flow {
                     continue;
                 }
             };
+            leaders.insert(leader);
+            if busy.contains(&leader) {
+                continue;
+            }
             by_leader
                 .entry(leader)
                 .or_default()
@@ -1139,6 +1177,8 @@ impl Flow {
                     max_bytes,
                 });
         }
+        leaders.extend(busy);
+        self.fetch_leaders = leaders.len();
         let since_data = self.last_data.map(|t| t.elapsed());
         let wait = fetch_wait(since_data, self.cfg.fetch_max_wait);
         let limits = FetchLimits {
@@ -1147,52 +1187,53 @@ impl Flow {
             max_bytes: self.cfg.fetch_max_bytes,
             isolation_level: crate::protocol::fetch::READ_COMMITTED,
         };
-        let mut started = Vec::with_capacity(by_leader.len());
+        let mut first_error = None;
         for (leader, specs) in by_leader {
             let session = self.fetch_sessions.entry(leader).or_default();
-            let pending = self
+            let pending = match self
                 .source
                 .fetch_start(leader, session, &specs, &limits)
-                .await?;
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    // Whether the broker saw the request is unknown: start the session over.
+                    session.on_failure();
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
             let offsets = specs
                 .into_iter()
                 .map(|s| ((s.topic, s.partition), s.offset))
                 .collect();
-            started.push(StartedFetch {
+            self.fetching.push(StartedFetch {
                 leader,
                 pending,
                 offsets,
             });
             self.traffic.fetches += 1;
         }
-        Ok(started)
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
-    /// Takes in the answers to the Fetch requests [`Flow::fetch_start`] wrote and plans what
-    /// the batches become; returns batches planned.
-    async fn fetch_finish(&mut self, started: Vec<StartedFetch>) -> Result<usize> {
+    /// Takes in the answer to one Fetch request [`Flow::fetch_start`] wrote and plans what the
+    /// batches become; returns batches planned.
+    async fn fetch_finish(&mut self, started: StartedFetch) -> Result<usize> {
         let mut planned = 0;
         let name = self.name();
         let src_name = self.source.name().to_string();
-        let mut failed = None;
-        for StartedFetch {
+        let StartedFetch {
             leader,
             pending,
             offsets,
-        } in started
+        } = started;
+        let session = self.fetch_sessions.entry(leader).or_default();
+        let resp = pending.finish(session).await?;
         {
-            let session = self.fetch_sessions.entry(leader).or_default();
-            if failed.is_some() {
-                session.on_failure();
-                continue;
-            }
-            let resp = match pending.finish(session).await {
-                Ok(r) => r,
-                Err(e) => {
-                    failed = Some(e);
-                    continue;
-                }
-            };
             for p in resp.partitions {
                 let key = (p.topic.clone(), p.partition);
                 let Some(st) = self.parts.get_mut(&key) else {
@@ -1205,8 +1246,19 @@ impl Flow {
                 match p.error_code {
                     error_code::NONE => {}
                     error_code::OFFSET_OUT_OF_RANGE => {
-                        let start =
-                            self.source.list_offsets(&key.0, &[key.1], EARLIEST).await?[0].1;
+                        // On failure the partition stays where it is and the next Fetch tries
+                        // again; the other partitions of this answer are still taken in.
+                        let start = match self.source.list_offsets(&key.0, &[key.1], EARLIEST).await
+                        {
+                            Ok(v) => match v.first() {
+                                Some(&(_, start)) => start,
+                                None => continue,
+                            },
+                            Err(e) => {
+                                tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: offset out of range, and the log start cannot be read: {e}", key.0, key.1, st.planner.next_offset());
+                                continue;
+                            }
+                        };
                         let at = st.planner.next_offset();
                         if start > at {
                             tracing::error!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
@@ -1259,15 +1311,10 @@ impl Flow {
                 }
             }
         }
-        match failed {
-            Some(e) => Err(e),
-            None => {
-                if planned > 0 {
-                    self.last_data = Some(Instant::now());
-                }
-                Ok(planned)
-            }
+        if planned > 0 {
+            self.last_data = Some(Instant::now());
         }
+        Ok(planned)
     }
 
     /// Starts one Produce request per target leader carrying the next unsent batch of every
@@ -1281,81 +1328,116 @@ impl Flow {
         if !self.may_write() {
             return Ok(0);
         }
-        // Per leader: the partitions with a batch to send, and how many have batches queued
-        // (sent or not); a request carrying all of those is as full as it can be.
-        let mut by_leader: BTreeMap<i32, (Vec<(String, i32)>, usize)> = BTreeMap::new();
         let held = self.held_topics();
-        for (k, s) in &self.parts {
-            // Paused mirrors keep what they queued and send nothing. Nothing is written for a
-            // partition before its starting position is durable: a crash then always leaves a
-            // progress record to resume from.
-            if held.contains(&k.0) || s.failed.is_some() || s.flushed.is_none() {
-                continue;
-            }
-            let ready = s.queue.len() > s.in_flight && s.in_flight < MAX_IN_FLIGHT;
-            match self.target.leader(&s.target_topic, k.1).await {
-                Ok((leader, _)) => {
-                    let entry = by_leader.entry(leader).or_default();
-                    entry.1 += usize::from(!s.queue.is_empty());
-                    if ready {
-                        entry.0.push(k.clone());
-                    }
-                }
-                Err(e) if ready => {
-                    tracing::warn!(flow = %self.name(), topic = %s.target_topic, partition = k.1, "no target leader: {e}")
-                }
-                Err(_) => {}
-            }
-        }
-        let hold = self.in_flight.len() >= HOLD_BELOW_IN_FLIGHT;
-        let mut sent = 0;
         let settings = ProduceSettings {
             transactional_id: None,
             acks: -1,
             timeout_ms: 30_000,
         };
-        for (leader, (keys, active)) in by_leader {
-            if keys.is_empty() {
-                continue;
-            }
-            let conn = self.target.connection_id(leader).await?;
-            let mut bytes = 0usize;
-            let mut topics: Vec<ProduceTopic> = Vec::new();
-            let mut members = Vec::with_capacity(keys.len());
-            for k in &keys {
-                let st = &self.parts[k];
-                if st.in_flight > 0 && st.connection != conn {
-                    continue; // its earlier batches are on another connection: wait for them
-                }
-                let Some(next) = st.queue.get(st.in_flight) else {
+        // First decide, borrowing the partitions; clone keys and batches only for requests
+        // that go (a held request costs no allocation).
+        let mut requests: Vec<ProduceRequest> = Vec::new();
+        let mut unreachable = None;
+        {
+            // Per leader: the partitions with a batch to send, and how many have batches
+            // queued (sent or not); a request carrying all of those is as full as it can be.
+            let mut by_leader: BTreeMap<i32, LeaderBatches> = BTreeMap::new();
+            for (k, s) in &self.parts {
+                // Paused mirrors keep what they queued and send nothing. Nothing is written for
+                // a partition before its starting position is durable: a crash then always
+                // leaves a progress record to resume from.
+                if s.queue.is_empty()
+                    || held.contains(&k.0)
+                    || s.failed.is_some()
+                    || s.flushed.is_none()
+                {
                     continue;
-                };
-                let part = ProducePartition {
-                    partition: k.1,
-                    batch: next.batch.clone(),
-                };
-                match topics.iter_mut().find(|t| t.name == st.target_topic) {
-                    Some(t) => t.partitions.push(part),
-                    None => topics.push(ProduceTopic {
-                        name: st.target_topic.clone(),
-                        partitions: vec![part],
-                    }),
                 }
-                bytes += next.batch.len();
-                members.push((k.clone(), st.epoch));
+                let ready = s.queue.len() > s.in_flight && s.in_flight < MAX_IN_FLIGHT;
+                match self.target.leader(&s.target_topic, k.1).await {
+                    Ok((leader, _)) => {
+                        let entry = by_leader.entry(leader).or_default();
+                        entry.active += 1;
+                        if ready {
+                            entry.ready.push((k, s));
+                        }
+                    }
+                    Err(e) if ready => {
+                        tracing::warn!(flow = %self.name(), topic = %s.target_topic, partition = k.1, "no target leader: {e}")
+                    }
+                    Err(_) => {}
+                }
             }
-            if topics.is_empty() {
-                continue;
+            let hold = self.in_flight.len() >= HOLD_BELOW_IN_FLIGHT;
+            for (leader, LeaderBatches { ready, active }) in by_leader {
+                if ready.is_empty() {
+                    continue;
+                }
+                let conn = match self.target.connection_id(leader).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        unreachable.get_or_insert(e);
+                        continue;
+                    }
+                };
+                // A partition whose earlier batches are on another connection waits for them:
+                // a broker orders requests per connection only.
+                let going: Vec<&(&(String, i32), &PartState)> = ready
+                    .iter()
+                    .filter(|(_, st)| st.in_flight == 0 || st.connection == conn)
+                    .collect();
+                let bytes: usize = going
+                    .iter()
+                    .filter_map(|(_, st)| st.queue.get(st.in_flight))
+                    .map(|o| o.batch.len())
+                    .sum();
+                if going.is_empty() {
+                    continue;
+                }
+                if hold && bytes < PRODUCE_REQUEST_BYTES && going.len() < active {
+                    continue; // not full, and the broker has work: wait for an answer first
+                }
+                let mut topics: Vec<ProduceTopic> = Vec::new();
+                let mut members = Vec::with_capacity(going.len());
+                for (k, st) in going {
+                    let Some(next) = st.queue.get(st.in_flight) else {
+                        continue;
+                    };
+                    let part = ProducePartition {
+                        partition: k.1,
+                        batch: next.batch.clone(),
+                    };
+                    match topics.iter_mut().find(|t| t.name == st.target_topic) {
+                        Some(t) => t.partitions.push(part),
+                        None => topics.push(ProduceTopic {
+                            name: st.target_topic.clone(),
+                            partitions: vec![part],
+                        }),
+                    }
+                    members.push(((*k).clone(), st.epoch));
+                }
+                requests.push(ProduceRequest {
+                    leader,
+                    topics,
+                    members,
+                    bytes,
+                });
             }
-            if hold && bytes < PRODUCE_REQUEST_BYTES && members.len() < active {
-                continue; // not full, and the broker has work: wait for an answer first
-            }
-            self.traffic.produced_batches += members.len() as u64;
-            self.traffic.produced_bytes += bytes as u64;
+        }
+        let mut sent = 0;
+        for ProduceRequest {
+            leader,
+            topics,
+            members,
+            bytes,
+        } in requests
+        {
             let pending = self
                 .target
                 .produce_start(leader, &settings, &topics)
                 .await?;
+            self.traffic.produced_batches += members.len() as u64;
+            self.traffic.produced_bytes += bytes as u64;
             for (k, _) in &members {
                 if let Some(st) = self.parts.get_mut(k) {
                     st.in_flight += 1;
@@ -1366,7 +1448,10 @@ impl Flow {
             self.traffic.produces += 1;
             sent += 1;
         }
-        Ok(sent)
+        match unreachable {
+            Some(e) if sent == 0 => Err(e),
+            _ => Ok(sent),
+        }
     }
 
     /// Waits for the oldest request in flight and applies its results. Batches are acknowledged
@@ -1401,6 +1486,7 @@ impl Flow {
                 .iter()
                 .map(|r| ((r.topic.as_str(), r.partition), r))
                 .collect();
+        let now = store::now_ms();
         for (k, epoch) in &f.members {
             let Some(st) = self.parts.get_mut(k) else {
                 continue;
@@ -1462,8 +1548,8 @@ impl Flow {
                         n as u64,
                         out.batch.len() as u64,
                         out.batch.max_timestamp(),
-                        self.policy.is_heartbeats_topic(&st.source_topic),
-                        store::now_ms(),
+                        st.heartbeats,
+                        now,
                     );
                     if let Some(msg) = broken {
                         tracing::error!(flow = %name, "{msg}");
@@ -2212,6 +2298,31 @@ impl Flow {
 
 /// Records an acknowledged batch whose first record landed at target offset `base`, and any
 /// source offsets it covers without a record (a dropped tail).
+/// Waits until any of `fetching` has its answer (or timed out); returns its index. Cancel-safe:
+/// each request keeps what arrived.
+async fn any_ready(fetching: &mut [StartedFetch]) -> usize {
+    if let [only] = fetching {
+        only.pending.ready().await;
+        return 0;
+    }
+    if fetching.is_empty() {
+        return std::future::pending().await;
+    }
+    let mut waits: Vec<_> = fetching
+        .iter_mut()
+        .map(|f| Box::pin(f.pending.ready()))
+        .collect();
+    std::future::poll_fn(|cx| {
+        for (i, w) in waits.iter_mut().enumerate() {
+            if std::future::Future::poll(w.as_mut(), cx).is_ready() {
+                return std::task::Poll::Ready(i);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
 fn record_acked(map: &mut OffsetMap, out: &Outgoing, base: i64) -> std::result::Result<(), String> {
     map.record_batch(&out.source, base)
         .map_err(|e| e.to_string())?;

@@ -2,6 +2,7 @@
 //!
 //! - [`broker`]: real `nisshi` broker processes (`Broker::start`, `Broker::start_behind_proxy`).
 //! - [`proxy`]: `ProduceCheckProxy`, a forwarding proxy that checks Kafka's produce rules.
+//! - [`leaders`]: `SplitLeaders`, one broker posing as two leaders (Metadata rewritten).
 //! - [`data`]: rdkafka helpers (topic names, create topics, produce, consume).
 //! - [`records`]: record-batch parsing and an independent batch builder (CRC via `crc`).
 //! - [`wire`]: Kafka framing helpers and an ApiVersions probe.
@@ -11,6 +12,7 @@
 pub mod broker;
 pub mod certs;
 pub mod data;
+pub mod leaders;
 pub mod proxy;
 pub mod records;
 pub mod strait;
