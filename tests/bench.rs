@@ -95,6 +95,19 @@ fn bench_against_two_clusters_reports_consistent_figures() {
     let floor_gb = per_gb("relay_process", "relay");
     assert!(close(f(&r["strait_cpu_seconds_per_gb"]), strait_gb));
     assert!(close(f(&r["floor_cpu_seconds_per_gb"]), floor_gb));
+    // The relay ran before strait and after it; the floor is the cheaper run.
+    let runs: Vec<f64> = m["relay_runs_cpu_per_gb"]
+        .as_array()
+        .expect("relay runs")
+        .iter()
+        .map(|v| v.as_f64().expect("number"))
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs.iter().all(|r| *r > 0.0), "{runs:?}");
+    assert!(
+        close(floor_gb, runs[0].min(runs[1])),
+        "{floor_gb} of {runs:?}"
+    );
     assert!(close(f(&r["floor_multiple"]), strait_gb / floor_gb));
     // CPU while data moved: a part of the whole process's, in the same ratio to the floor.
     let moving = f(&m["strait_moving_cpu_seconds"]);
