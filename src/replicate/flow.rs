@@ -142,8 +142,13 @@ pub struct Flow {
     /// asked for. Each is taken in as soon as its own answer arrives.
     fetching: Vec<StartedFetch>,
     /// Source leaders the last [`Flow::fetch_start`] found for the partitions with room: while
-    /// that many Fetch requests are outstanding, no leader is left to fetch from.
+    /// that many Fetch requests are outstanding and nothing changed, no leader is left to fetch
+    /// from.
     fetch_leaders: usize,
+    /// Something changed that can give another leader partitions to fetch (queues drained by a
+    /// Produce answer, partitions started, a leader that could not be fetched from): the next
+    /// round plans fetches again.
+    fetch_replan: bool,
     /// When a Fetch last brought data: while data flows, fetches wait briefly (see
     /// [`fetch_wait`]).
     last_data: Option<Instant>,
@@ -229,11 +234,10 @@ struct InFlight {
     members: Vec<((String, i32), u64)>,
 }
 
-/// A Produce request [`Flow::send_round`] decided to send: its leader, contents, partitions
-/// (with their epoch) and batch bytes.
+/// A Produce request [`Flow::send_round`] wrote: the answer to wait for, its partitions (with
+/// their epoch) and batch bytes.
 struct ProduceRequest {
-    leader: i32,
-    topics: Vec<ProduceTopic>,
+    pending: PendingProduce,
     members: Vec<((String, i32), u64)>,
     bytes: usize,
 }
@@ -320,6 +324,7 @@ impl Flow {
             traffic: Traffic::default(),
             fetching: Vec::new(),
             fetch_leaders: 0,
+            fetch_replan: true,
         }
     }
 
@@ -535,6 +540,10 @@ impl Flow {
                     self.obs.error(&name, "topic_refresh");
                 }
                 next_refresh = now + self.cfg.refresh_topics_interval;
+                // Partitions may have started or stopped: show it at the end of this round
+                // rather than up to STATUS_EVERY later, and plan fetches for them.
+                next_status = now;
+                self.fetch_replan = true;
             }
             if self.mirror.is_some() && self.owns_duties() && self.may_write() {
                 if let Err(e) = self.mirror_tick().await {
@@ -560,14 +569,25 @@ impl Flow {
             // One Fetch is outstanding per source leader; a leader gets the next as soon as its
             // last answer is taken in and the buffer has room, while Produce requests are in
             // flight.
-            if self.fetching.is_empty() || self.fetching.len() < self.fetch_leaders {
+            if self.fetching.is_empty()
+                || self.fetching.len() < self.fetch_leaders
+                || self.fetch_replan
+            {
+                self.fetch_replan = false;
                 match self.fetch_start().await {
                     Ok(()) => self.obs.connected(&name, Side::Source, true),
                     Err(e) => {
                         tracing::warn!(flow = %name, "fetch round failed: {e}");
                         self.obs.error(&name, "fetch");
                         self.obs.connected(&name, Side::Source, false);
-                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        self.fetch_replan = true;
+                        // Other leaders' answers, if any are out, pace the retries.
+                        if self.fetching.is_empty() {
+                            tokio::select! {
+                                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                                _ = shutdown.changed() => {}
+                            }
+                        }
                     }
                 }
             }
@@ -593,7 +613,10 @@ impl Flow {
                 Ok(()) = shutdown.changed() => continue,
             };
             match answer {
-                Some(Answer::Produce) => self.receive_one().await,
+                Some(Answer::Produce) => {
+                    self.receive_one().await;
+                    self.fetch_replan = true; // queues drained: a leader may have room again
+                }
                 Some(Answer::Fetch(i)) => {
                     let started = self.fetching.remove(i);
                     if let Err(e) = self.fetch_finish(started).await {
@@ -1129,6 +1152,10 @@ impl Flow {
     /// partitions with room, without waiting for the answers ([`Flow::fetch_finish`] takes
     /// them in). A leader whose request cannot be written is left out (its fetch session
     /// starts over); the others still go, and the first error is returned.
+    ///
+    /// A partition whose leader moved can be in an outstanding request to its old leader and
+    /// in a new one to its new leader: whichever answer is taken in first moves its offset on,
+    /// and [`Flow::fetch_finish`] ignores the other (it asked for an offset no longer next).
     async fn fetch_start(&mut self) -> Result<()> {
         let cap = self.per_partition_cap();
         let total: usize = self.parts.values().map(|p| p.queued_bytes).sum();
@@ -1147,7 +1174,6 @@ impl Flow {
             .parts
             .iter()
             .filter(|(k, st)| st.failed.is_none() && st.queued_bytes < cap && !held.contains(&k.0))
-            .filter(|(k, _)| !self.fetching.iter().any(|f| f.offsets.contains_key(*k)))
             .collect();
         if !wanted.is_empty() {
             let turn = (self.traffic.rounds as usize) % wanted.len();
@@ -1197,8 +1223,8 @@ impl Flow {
             {
                 Ok(p) => p,
                 Err(e) => {
-                    // Whether the broker saw the request is unknown: start the session over.
-                    session.on_failure();
+                    // `fetch_start` started the session over (whether the broker saw the
+                    // request is unknown).
                     first_error.get_or_insert(e);
                     continue;
                 }
@@ -1252,7 +1278,10 @@ impl Flow {
                         {
                             Ok(v) => match v.first() {
                                 Some(&(_, start)) => start,
-                                None => continue,
+                                None => {
+                                    tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}: offset out of range, and ListOffsets returned no log start", key.0, key.1);
+                                    continue;
+                                }
                             },
                             Err(e) => {
                                 tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: offset out of range, and the log start cannot be read: {e}", key.0, key.1, st.planner.next_offset());
@@ -1318,7 +1347,9 @@ impl Flow {
     }
 
     /// Starts one Produce request per target leader carrying the next unsent batch of every
-    /// partition that has one (up to [`MAX_IN_FLIGHT`] per partition). Returns requests sent.
+    /// partition that has one (up to [`MAX_IN_FLIGHT`] per partition). Returns requests sent,
+    /// or the first error if a leader could not be reached or written to (the requests to the
+    /// other leaders are sent and in flight all the same).
     ///
     /// Adaptive batching: while [`HOLD_BELOW_IN_FLIGHT`] requests are already in flight, a
     /// request that is not yet full (under [`PRODUCE_REQUEST_BYTES`] and not carrying every
@@ -1334,10 +1365,10 @@ impl Flow {
             acks: -1,
             timeout_ms: 30_000,
         };
-        // First decide, borrowing the partitions; clone keys and batches only for requests
-        // that go (a held request costs no allocation).
+        // Decide and write while borrowing the partitions; clone keys and batches only for
+        // requests that go (a held request costs no allocation), and count them in after.
         let mut requests: Vec<ProduceRequest> = Vec::new();
-        let mut unreachable = None;
+        let mut failed = None;
         {
             // Per leader: the partitions with a batch to send, and how many have batches
             // queued (sent or not); a request carrying all of those is as full as it can be.
@@ -1376,7 +1407,7 @@ impl Flow {
                 let conn = match self.target.connection_id(leader).await {
                     Ok(c) => c,
                     Err(e) => {
-                        unreachable.get_or_insert(e);
+                        failed.get_or_insert(e);
                         continue;
                     }
                 };
@@ -1416,26 +1447,27 @@ impl Flow {
                     }
                     members.push(((*k).clone(), st.epoch));
                 }
-                requests.push(ProduceRequest {
-                    leader,
-                    topics,
-                    members,
-                    bytes,
-                });
+                // Written at once, right after the connection was chosen, so the partitions'
+                // batches in flight stay on one connection.
+                match self.target.produce_start(leader, &settings, &topics).await {
+                    Ok(pending) => requests.push(ProduceRequest {
+                        pending,
+                        members,
+                        bytes,
+                    }),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
             }
         }
-        let mut sent = 0;
+        let sent = requests.len();
         for ProduceRequest {
-            leader,
-            topics,
+            pending,
             members,
             bytes,
         } in requests
         {
-            let pending = self
-                .target
-                .produce_start(leader, &settings, &topics)
-                .await?;
             self.traffic.produced_batches += members.len() as u64;
             self.traffic.produced_bytes += bytes as u64;
             for (k, _) in &members {
@@ -1446,11 +1478,12 @@ impl Flow {
             }
             self.in_flight.push_back(InFlight { pending, members });
             self.traffic.produces += 1;
-            sent += 1;
         }
-        match unreachable {
-            Some(e) if sent == 0 => Err(e),
-            _ => Ok(sent),
+        // The requests that went are in flight; a leader that could not be reached is reported
+        // (and not tried again by the caller until the next round).
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(sent),
         }
     }
 
@@ -2296,8 +2329,6 @@ impl Flow {
     }
 }
 
-/// Records an acknowledged batch whose first record landed at target offset `base`, and any
-/// source offsets it covers without a record (a dropped tail).
 /// Waits until any of `fetching` has its answer (or timed out); returns its index. Cancel-safe:
 /// each request keeps what arrived.
 async fn any_ready(fetching: &mut [StartedFetch]) -> usize {
@@ -2323,6 +2354,8 @@ async fn any_ready(fetching: &mut [StartedFetch]) -> usize {
     .await
 }
 
+/// Records an acknowledged batch whose first record landed at target offset `base`, and any
+/// source offsets it covers without a record (a dropped tail).
 fn record_acked(map: &mut OffsetMap, out: &Outgoing, base: i64) -> std::result::Result<(), String> {
     map.record_batch(&out.source, base)
         .map_err(|e| e.to_string())?;
