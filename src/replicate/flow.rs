@@ -621,7 +621,10 @@ impl Flow {
                     let started = self.fetching.remove(i);
                     if let Err(e) = self.fetch_finish(started).await {
                         tracing::warn!(flow = %name, "fetch round failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                            _ = shutdown.changed() => {}
+                        }
                     }
                 }
                 None => {
