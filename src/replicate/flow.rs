@@ -141,13 +141,9 @@ pub struct Flow {
     /// The Fetch requests outstanding (at most one per source leader) and the offsets they
     /// asked for. Each is taken in as soon as its own answer arrives.
     fetching: Vec<StartedFetch>,
-    /// Source leaders the last [`Flow::fetch_start`] found for the partitions with room: while
-    /// that many Fetch requests are outstanding and nothing changed, no leader is left to fetch
-    /// from.
-    fetch_leaders: usize,
-    /// Something changed that can give another leader partitions to fetch (queues drained by a
-    /// Produce answer, partitions started, a leader that could not be fetched from): the next
-    /// round plans fetches again.
+    /// Something changed that can give a leader with no Fetch outstanding partitions to fetch
+    /// (a Fetch answer taken in, queues drained by a Produce answer, partitions started, a
+    /// leader that could not be fetched from): the next round plans fetches again.
     fetch_replan: bool,
     /// When a Fetch last brought data: while data flows, fetches wait briefly (see
     /// [`fetch_wait`]).
@@ -323,7 +319,6 @@ impl Flow {
             last_data: None,
             traffic: Traffic::default(),
             fetching: Vec::new(),
-            fetch_leaders: 0,
             fetch_replan: true,
         }
     }
@@ -569,10 +564,7 @@ impl Flow {
             // One Fetch is outstanding per source leader; a leader gets the next as soon as its
             // last answer is taken in and the buffer has room, while Produce requests are in
             // flight.
-            if self.fetching.is_empty()
-                || self.fetching.len() < self.fetch_leaders
-                || self.fetch_replan
-            {
+            if self.fetching.is_empty() || self.fetch_replan {
                 self.fetch_replan = false;
                 match self.fetch_start().await {
                     Ok(()) => self.obs.connected(&name, Side::Source, true),
@@ -619,6 +611,7 @@ impl Flow {
                 }
                 Some(Answer::Fetch(i)) => {
                     let started = self.fetching.remove(i);
+                    self.fetch_replan = true; // this leader has no Fetch outstanding now
                     if let Err(e) = self.fetch_finish(started).await {
                         tracing::warn!(flow = %name, "fetch round failed: {e}");
                         tokio::select! {
@@ -1167,7 +1160,6 @@ impl Flow {
         }
         let busy: Vec<i32> = self.fetching.iter().map(|f| f.leader).collect();
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
-        let mut leaders = std::collections::BTreeSet::new();
         let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
         let held = self.held_topics();
         // The broker fills a response in request order until `fetch_max_bytes`: partitions with
@@ -1191,7 +1183,6 @@ impl Flow {
                     continue;
                 }
             };
-            leaders.insert(leader);
             if busy.contains(&leader) {
                 continue;
             }
@@ -1206,8 +1197,6 @@ impl Flow {
                     max_bytes,
                 });
         }
-        leaders.extend(busy);
-        self.fetch_leaders = leaders.len();
         let since_data = self.last_data.map(|t| t.elapsed());
         let wait = fetch_wait(since_data, self.cfg.fetch_max_wait);
         let limits = FetchLimits {
@@ -1262,84 +1251,78 @@ impl Flow {
         } = started;
         let session = self.fetch_sessions.entry(leader).or_default();
         let resp = pending.finish(session).await?;
-        {
-            for p in resp.partitions {
-                let key = (p.topic.clone(), p.partition);
-                let Some(st) = self.parts.get_mut(&key) else {
-                    continue;
-                };
-                if offsets.get(&key) != Some(&st.planner.next_offset()) {
-                    continue; // resumed elsewhere while the request was out: fetched again
-                }
-                st.source_end = p.high_watermark;
-                match p.error_code {
-                    error_code::NONE => {}
-                    error_code::OFFSET_OUT_OF_RANGE => {
-                        // On failure the partition stays where it is and the next Fetch tries
-                        // again; the other partitions of this answer are still taken in.
-                        let start = match self.source.list_offsets(&key.0, &[key.1], EARLIEST).await
-                        {
-                            Ok(v) => match v.first() {
-                                Some(&(_, start)) => start,
-                                None => {
-                                    tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}: offset out of range, and ListOffsets returned no log start", key.0, key.1);
-                                    continue;
-                                }
-                            },
-                            Err(e) => {
-                                tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: offset out of range, and the log start cannot be read: {e}", key.0, key.1, st.planner.next_offset());
+        for p in resp.partitions {
+            let key = (p.topic.clone(), p.partition);
+            let Some(st) = self.parts.get_mut(&key) else {
+                continue;
+            };
+            if offsets.get(&key) != Some(&st.planner.next_offset()) {
+                continue; // resumed elsewhere while the request was out: fetched again
+            }
+            st.source_end = p.high_watermark;
+            match p.error_code {
+                error_code::NONE => {}
+                error_code::OFFSET_OUT_OF_RANGE => {
+                    // On failure the partition stays where it is and the next Fetch tries
+                    // again; the other partitions of this answer are still taken in.
+                    let start = match self.source.list_offsets(&key.0, &[key.1], EARLIEST).await {
+                        Ok(v) => match v.first() {
+                            Some(&(_, start)) => start,
+                            None => {
+                                tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: offset out of range, and ListOffsets returned no log start", key.0, key.1, st.planner.next_offset());
                                 continue;
                             }
-                        };
-                        let at = st.planner.next_offset();
-                        if start > at {
-                            tracing::error!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
-                            st.planner = PartitionPlanner::new(
-                                start,
-                                self.producer,
-                                st.planner.next_sequence(),
-                            );
-                        } else {
-                            tracing::warn!(flow = %name, topic = %key.0, partition = key.1, "offset {at} out of range (log start {start})");
+                        },
+                        Err(e) => {
+                            tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: offset out of range, and the log start cannot be read: {e}", key.0, key.1, st.planner.next_offset());
+                            continue;
                         }
-                        continue;
+                    };
+                    let at = st.planner.next_offset();
+                    if start > at {
+                        tracing::error!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
+                        st.planner =
+                            PartitionPlanner::new(start, self.producer, st.planner.next_sequence());
+                    } else {
+                        tracing::warn!(flow = %name, topic = %key.0, partition = key.1, "offset {at} out of range (log start {start})");
                     }
-                    code => {
-                        if error_code::needs_metadata_refresh(code) {
-                            self.source.invalidate(&key.0);
-                        }
-                        tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: fetch error {}", key.0, key.1, st.planner.next_offset(), error_code::name(code));
-                        self.obs.retry(&src_name, "fetch_partition");
-                        continue;
+                    continue;
+                }
+                code => {
+                    if error_code::needs_metadata_refresh(code) {
+                        self.source.invalidate(&key.0);
+                    }
+                    tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: fetch error {}", key.0, key.1, st.planner.next_offset(), error_code::name(code));
+                    self.obs.retry(&src_name, "fetch_partition");
+                    continue;
+                }
+            }
+            let at = st.planner.next_offset();
+            match st.planner.plan(&p) {
+                Ok(plan) => {
+                    let now = store::now_ms();
+                    for out in plan.outgoing {
+                        self.obs
+                            .batch_fetched(&name, &key.0, out.batch.max_timestamp(), now);
+                        st.queued_bytes += out.batch.len();
+                        self.traffic.fetched_batches += 1;
+                        self.traffic.fetched_bytes += out.batch.len() as u64;
+                        st.queue.push_back(out);
+                        planned += 1;
+                    }
+                    if st.queue.is_empty() && st.planner.next_offset() > st.map.source_next() {
+                        // Only dropped offsets (control batches, aborted data, records
+                        // deleted by retention): nothing to wait for on the target.
+                        let from = st.map.source_next();
+                        st.map.record_dropped(from, st.planner.next_offset());
+                        note_offsets_mode(st, &name, self.target.name());
                     }
                 }
-                let at = st.planner.next_offset();
-                match st.planner.plan(&p) {
-                    Ok(plan) => {
-                        let now = store::now_ms();
-                        for out in plan.outgoing {
-                            self.obs
-                                .batch_fetched(&name, &key.0, out.batch.max_timestamp(), now);
-                            st.queued_bytes += out.batch.len();
-                            self.traffic.fetched_batches += 1;
-                            self.traffic.fetched_bytes += out.batch.len() as u64;
-                            st.queue.push_back(out);
-                            planned += 1;
-                        }
-                        if st.queue.is_empty() && st.planner.next_offset() > st.map.source_next() {
-                            // Only dropped offsets (control batches, aborted data, records
-                            // deleted by retention): nothing to wait for on the target.
-                            let from = st.map.source_next();
-                            st.map.record_dropped(from, st.planner.next_offset());
-                            note_offsets_mode(st, &name, self.target.name());
-                        }
-                    }
-                    Err(e) => {
-                        let msg = format!("cluster {src_name}, topic {}, partition {}, offset {at}: {e}; partition stopped", key.0, key.1);
-                        tracing::error!(flow = %name, "{msg}");
-                        self.obs.error(&name, "plan");
-                        st.failed = Some(msg);
-                    }
+                Err(e) => {
+                    let msg = format!("cluster {src_name}, topic {}, partition {}, offset {at}: {e}; partition stopped", key.0, key.1);
+                    tracing::error!(flow = %name, "{msg}");
+                    self.obs.error(&name, "plan");
+                    st.failed = Some(msg);
                 }
             }
         }
