@@ -11,7 +11,7 @@ use strait::protocol::frame::{encode_request, RequestMeta};
 
 fn spec(topic: &str, partition: i32, offset: i64) -> FetchPartitionSpec {
     FetchPartitionSpec {
-        topic: topic.to_string(),
+        topic: topic.into(),
         partition,
         offset,
         current_leader_epoch: 2,

@@ -219,7 +219,7 @@ fn fetch_response_decodes_like_the_reference() {
         let p = &got.partitions[0];
         assert_eq!(
             (
-                p.topic.as_str(),
+                &*p.topic,
                 p.partition,
                 p.high_watermark,
                 p.last_stable_offset

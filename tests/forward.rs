@@ -56,7 +56,7 @@ async fn raw_batches(
     while offset < end {
         let (leader, epoch) = cluster.leader(topic, partition).await.expect("leader");
         let spec = FetchPartitionSpec {
-            topic: topic.to_string(),
+            topic: topic.into(),
             partition,
             offset,
             current_leader_epoch: epoch,

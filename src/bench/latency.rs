@@ -66,7 +66,7 @@ pub async fn probe(
                         .entry(leader)
                         .or_default()
                         .push(FetchPartitionSpec {
-                            topic: topic.to_string(),
+                            topic: topic.into(),
                             partition: p as i32,
                             offset,
                             current_leader_epoch: epoch,

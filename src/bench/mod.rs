@@ -302,10 +302,18 @@ fn log_tail(path: &Path) -> String {
     format!("log {}:\n{}", path.display(), &text[start..])
 }
 
+/// Records on `topic`: the sum of its partitions' log-end offsets, in one ListOffsets request
+/// per leader, asked once. A topic that does not exist yet holds none: the answer comes at once
+/// instead of after ListOffsets retries, so a poll never waits for strait to create the topic
+/// (a poll that waited seconds would date the start of the transfer wrong), and polling adds
+/// one request per leader to the target's load, not one per partition.
 async fn records_on(cluster: &Cluster, topic: &str, partitions: i32) -> Result<u64> {
+    if cluster.topic(topic).await?.is_none() {
+        return Ok(0);
+    }
     let ids: Vec<i32> = (0..partitions).collect();
     Ok(cluster
-        .list_offsets(topic, &ids, LATEST)
+        .list_offsets_once(topic, &ids, LATEST)
         .await?
         .iter()
         .map(|(_, o)| (*o).max(0) as u64)
@@ -322,7 +330,8 @@ struct Replicated {
     target_records: u64,
     /// The whole process, start to stop.
     process: ProcessCost,
-    /// CPU of [strait, source broker, target broker] when the first record was seen ...
+    /// CPU of [strait, source broker, target broker] just before the last poll that found no
+    /// record on the target was sent ...
     first: CpuSample,
     /// ... and when the last was.
     moving: CpuSample,
@@ -344,6 +353,12 @@ async fn replicate(
     let mut first_cpu = CpuSample::default();
     let started = Instant::now();
     let mut first: Option<Instant> = None;
+    // Taken just before the previous poll was sent. A poll can take seconds on a busy broker,
+    // and it counts what the broker held when it answered, so the first poll that sees records
+    // does not date the first record; the previous poll, which saw none, does: the first record
+    // arrived after it was sent. The window starts there, so it holds all of the transfer (and
+    // at most one poll more).
+    let mut previous = (started, CpuSample::take(&pids));
     let mut last_change = Instant::now();
     let mut last = 0u64;
     let stall = Duration::from_secs(60);
@@ -354,12 +369,14 @@ async fn replicate(
                 log_tail(&log)
             )));
         }
+        let sent = (Instant::now(), CpuSample::take(&pids));
         let n = records_on(target, remote, opts.partitions)
             .await
             .unwrap_or(0);
+        let before = std::mem::replace(&mut previous, sent);
         if n > 0 && first.is_none() {
-            first = Some(Instant::now());
-            first_cpu = CpuSample::take(&pids);
+            first = Some(before.0);
+            first_cpu = before.1;
         }
         if n != last {
             last = n;

@@ -108,7 +108,7 @@ async fn first_records(
 ) -> Result<Vec<(i64, String, String)>> {
     let (leader, epoch) = cluster.leader(topic, partition).await?;
     let spec = FetchPartitionSpec {
-        topic: topic.to_string(),
+        topic: topic.into(),
         partition,
         offset: 0,
         current_leader_epoch: epoch,

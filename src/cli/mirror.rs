@@ -316,7 +316,7 @@ async fn timestamps(
 ) -> Option<(i64, i64)> {
     let (leader, epoch) = cluster.leader(topic, partition).await.ok()?;
     let spec = FetchPartitionSpec {
-        topic: topic.to_string(),
+        topic: topic.into(),
         partition,
         offset,
         current_leader_epoch: epoch,

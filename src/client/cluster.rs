@@ -481,6 +481,48 @@ impl Cluster {
         Ok(out)
     }
 
+    /// The offsets at `timestamp` of `partitions` of `topic` in one ListOffsets request per
+    /// leader, tried once (no retries): for polling, where a wrong answer is asked again anyway.
+    /// A partition error fails the call.
+    pub async fn list_offsets_once(
+        &self,
+        topic: &str,
+        partitions: &[i32],
+        timestamp: i64,
+    ) -> Result<Vec<(i32, i64)>> {
+        let mut by_leader: HashMap<i32, Vec<ListOffsetsPartition>> = HashMap::new();
+        for &p in partitions {
+            let (leader, epoch) = self.leader(topic, p).await?;
+            let mut lp = ListOffsetsPartition::default();
+            lp.partition_index = p;
+            lp.current_leader_epoch = epoch;
+            lp.timestamp = timestamp;
+            by_leader.entry(leader).or_default().push(lp);
+        }
+        let mut out = Vec::with_capacity(partitions.len());
+        for (leader, parts) in by_leader {
+            let mut lt = ListOffsetsTopic::default();
+            lt.name = TopicName(StrBytes::from_string(topic.to_string()));
+            lt.partitions = parts;
+            let mut req = ListOffsetsRequest::default();
+            req.replica_id = BrokerId(-1);
+            req.topics = vec![lt];
+            let (_, resp) = self.send(Route::Node(leader), &req).await?;
+            for part in resp.topics.iter().flat_map(|t| t.partitions.iter()) {
+                if part.error_code != error_code::NONE {
+                    if error_code::needs_metadata_refresh(part.error_code) {
+                        self.invalidate(topic);
+                    }
+                    return Err(
+                        Error::broker(part.error_code, None).partition(topic, part.partition_index)
+                    );
+                }
+                out.push((part.partition_index, part.offset));
+            }
+        }
+        Ok(out)
+    }
+
     /// One Fetch request to broker `node`. Partition errors are returned per partition.
     pub async fn fetch(
         &self,

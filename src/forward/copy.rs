@@ -61,7 +61,7 @@ pub async fn copy_partition(
             .retry("fetch", || async move {
                 let (leader, epoch) = source.leader(&spec.source_topic, spec.partition).await?;
                 let part = FetchPartitionSpec {
-                    topic: spec.source_topic.clone(),
+                    topic: spec.source_topic.as_str().into(),
                     partition: spec.partition,
                     offset: fetch_at,
                     current_leader_epoch: epoch,
@@ -75,7 +75,7 @@ pub async fn copy_partition(
                 let p = resp
                     .partitions
                     .into_iter()
-                    .find(|p| p.topic == spec.source_topic && p.partition == spec.partition)
+                    .find(|p| *p.topic == *spec.source_topic && p.partition == spec.partition)
                     .ok_or_else(|| Error::invalid("fetch response lacks the partition"))?;
                 if p.error_code != error_code::NONE {
                     if error_code::needs_metadata_refresh(p.error_code) {

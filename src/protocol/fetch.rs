@@ -1,6 +1,8 @@
 //! Fetch (key 1), versions 4..=12: the request is built with `kafka-protocol`; the response is
 //! decoded here so each partition's records stay a zero-copy slice of the response frame.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
@@ -16,8 +18,8 @@ pub const READ_COMMITTED: i8 = 1;
 /// One partition to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchPartitionSpec {
-    /// Topic name.
-    pub topic: String,
+    /// Topic name (shared: a Fetch names every partition of a topic, every round).
+    pub topic: Arc<str>,
     /// Partition index.
     pub partition: i32,
     /// Offset to fetch from.
@@ -65,10 +67,10 @@ pub fn request(parts: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchReque
         fp.log_start_offset = -1;
         fp.partition_max_bytes = p.max_bytes;
         match topics.last_mut() {
-            Some(t) if t.topic.0.as_str() == p.topic => t.partitions.push(fp),
+            Some(t) if t.topic.0.as_str() == &*p.topic => t.partitions.push(fp),
             _ => {
                 let mut t = FetchTopic::default();
-                t.topic = TopicName(StrBytes::from_string(p.topic.clone()));
+                t.topic = TopicName(StrBytes::from_string(p.topic.to_string()));
                 t.partitions.push(fp);
                 topics.push(t);
             }
@@ -100,8 +102,8 @@ pub struct AbortedTransaction {
 /// One partition of a Fetch response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchedPartition {
-    /// Topic name.
-    pub topic: String,
+    /// Topic name, one allocation per topic of the response.
+    pub topic: Arc<str>,
     /// Partition index.
     pub partition: i32,
     /// Error code.
@@ -141,7 +143,7 @@ pub fn decode_response(mut r: Reader, version: i16) -> Result<FetchResponse, Wir
     let nt = r.array(c, 5, "responses")?;
     let mut partitions = Vec::new();
     for _ in 0..nt {
-        let topic = r.string(c, "topic")?;
+        let topic: Arc<str> = Arc::from(r.string(c, "topic")?);
         let np = r.array(c, 30, "partitions")?;
         partitions.reserve(np);
         for _ in 0..np {

@@ -14,6 +14,7 @@
 //! requests are sessionless (`session_epoch = -1`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use kafka_protocol::messages::fetch_request::ForgottenTopic;
 use kafka_protocol::messages::{FetchRequest, TopicName};
@@ -49,7 +50,17 @@ impl From<&FetchPartitionSpec> for Held {
     }
 }
 
-type Parts = BTreeMap<(String, i32), Held>;
+type Parts = BTreeMap<(Arc<str>, i32), Held>;
+
+/// What the request in flight asked for.
+#[derive(Debug, Clone)]
+enum Asked {
+    /// A full request: its partitions in request order. They become the session's only if the
+    /// broker opens one, so a broker that keeps no sessions costs no map per request.
+    Full(Vec<((Arc<str>, i32), Held)>),
+    /// An incremental request: the partitions the session holds once it is answered.
+    Incremental(Parts),
+}
 
 /// The client side of one fetch session with one broker. One request at a time: build it with
 /// [`FetchSession::request`], then report its outcome with [`FetchSession::on_response`] or
@@ -60,8 +71,8 @@ pub struct FetchSession {
     epoch: i32,
     /// The partitions the broker's session holds, as last acknowledged.
     held: Parts,
-    /// The partitions of the request in flight, and whether it was full.
-    in_flight: Option<(Parts, bool)>,
+    /// What the request in flight asked for.
+    in_flight: Option<Asked>,
 }
 
 impl FetchSession {
@@ -92,17 +103,17 @@ impl FetchSession {
             self.in_flight = None;
             return fetch::request(wanted, limits);
         }
-        let next: Parts = wanted
+        let keyed = wanted
             .iter()
-            .map(|p| ((p.topic.clone(), p.partition), Held::from(p)))
-            .collect();
+            .map(|p| ((p.topic.clone(), p.partition), Held::from(p)));
         if self.id == NO_SESSION {
             let mut req = fetch::request(wanted, limits);
             req.session_id = NO_SESSION;
             req.session_epoch = INITIAL_EPOCH;
-            self.in_flight = Some((next, true));
+            self.in_flight = Some(Asked::Full(keyed.collect()));
             return req;
         }
+        let next: Parts = keyed.collect();
         let changed: Vec<FetchPartitionSpec> = wanted
             .iter()
             .filter(|p| self.held.get(&(p.topic.clone(), p.partition)) != Some(&Held::from(*p)))
@@ -113,27 +124,27 @@ impl FetchSession {
         req.session_epoch = self.epoch;
         let mut forgotten: Vec<ForgottenTopic> = Vec::new();
         for (topic, partition) in self.held.keys() {
-            if next.contains_key(&(topic.clone(), *partition)) {
+            if next.contains_key(&(Arc::clone(topic), *partition)) {
                 continue;
             }
             match forgotten.last_mut() {
-                Some(f) if f.topic.0.as_str() == topic => f.partitions.push(*partition),
+                Some(f) if f.topic.0.as_str() == &**topic => f.partitions.push(*partition),
                 _ => {
                     let mut f = ForgottenTopic::default();
-                    f.topic = TopicName(StrBytes::from_string(topic.clone()));
+                    f.topic = TopicName(StrBytes::from_string(topic.to_string()));
                     f.partitions.push(*partition);
                     forgotten.push(f);
                 }
             }
         }
         req.forgotten_topics_data = forgotten;
-        self.in_flight = Some((next, false));
+        self.in_flight = Some(Asked::Incremental(next));
         req
     }
 
     /// Takes in the answer to the last request.
     pub fn on_response(&mut self, resp: &FetchResponse) {
-        let Some((next, full)) = self.in_flight.take() else {
+        let Some(asked) = self.in_flight.take() else {
             return; // sessionless
         };
         if resp.error_code != error_code::NONE {
@@ -142,15 +153,20 @@ impl FetchSession {
             self.reset();
             return;
         }
-        if full {
-            if resp.session_id == NO_SESSION {
+        let next = match asked {
+            Asked::Full(_) if resp.session_id == NO_SESSION => {
                 self.reset(); // the broker keeps no session; ask again next time
-            } else {
+                return;
+            }
+            Asked::Full(parts) => {
                 self.id = resp.session_id;
                 self.epoch = 1;
-                self.held = next;
+                self.held = parts.into_iter().collect();
+                return;
             }
-        } else if resp.session_id != self.id {
+            Asked::Incremental(next) => next,
+        };
+        if resp.session_id != self.id {
             self.reset();
         } else {
             self.epoch = if self.epoch == i32::MAX {
@@ -182,7 +198,7 @@ mod tests {
 
     fn spec(topic: &str, partition: i32, offset: i64) -> FetchPartitionSpec {
         FetchPartitionSpec {
-            topic: topic.to_string(),
+            topic: topic.into(),
             partition,
             offset,
             current_leader_epoch: 3,

@@ -55,6 +55,10 @@ pub const REPLICABLE_CONFIGS: &[&str] = &[
     "segment.ms",
 ];
 
+/// A source partition: its topic name (shared, so the per-round lookups by the names in Fetch
+/// answers clone no string) and index.
+type PartKey = (Arc<str>, i32);
+
 #[derive(Debug)]
 struct PartState {
     source_topic: String,
@@ -106,7 +110,7 @@ pub struct Flow {
     reverse_configured: bool,
     replication_factor: i16,
     policy: ReplicationPolicy,
-    parts: BTreeMap<(String, i32), PartState>,
+    parts: BTreeMap<PartKey, PartState>,
     stored_progress: HashMap<String, OffsetMap>,
     producer: Option<ProducerIdentity>,
     topic_lists: Lists,
@@ -155,7 +159,7 @@ pub struct Flow {
 struct StartedFetch {
     leader: i32,
     pending: PendingFetch,
-    offsets: HashMap<(String, i32), i64>,
+    offsets: HashMap<PartKey, i64>,
 }
 
 /// Which answer [`Flow::next_answer`] saw first.
@@ -227,14 +231,14 @@ const MIRROR_TICK: Duration = Duration::from_millis(500);
 /// A Produce request in flight and the partitions it carries (with their epoch at send time).
 struct InFlight {
     pending: PendingProduce,
-    members: Vec<((String, i32), u64)>,
+    members: Vec<(PartKey, u64)>,
 }
 
 /// A Produce request [`Flow::send_round`] wrote: the answer to wait for, its partitions (with
 /// their epoch) and batch bytes.
 struct ProduceRequest {
     pending: PendingProduce,
-    members: Vec<((String, i32), u64)>,
+    members: Vec<(PartKey, u64)>,
     bytes: usize,
 }
 
@@ -242,7 +246,7 @@ struct ProduceRequest {
 /// have batches queued at all (sent or not).
 #[derive(Default)]
 struct LeaderBatches<'a> {
-    ready: Vec<(&'a (String, i32), &'a PartState)>,
+    ready: Vec<(&'a PartKey, &'a PartState)>,
     active: usize,
 }
 
@@ -392,7 +396,7 @@ impl Flow {
             changed = true;
             gained = assigned.iter().any(|i| !self.assigned.contains(i));
             self.assigned = assigned;
-            let release: Vec<(String, i32)> = self
+            let release: Vec<PartKey> = self
                 .parts
                 .keys()
                 .filter(|(t, p)| !self.owns_partition(t, *p))
@@ -815,10 +819,10 @@ impl Flow {
             self.reload_progress().await?;
         }
         // Stop partitions of topics no longer selected.
-        let dropped: Vec<(String, i32)> = self
+        let dropped: Vec<PartKey> = self
             .parts
             .keys()
-            .filter(|(t, _)| !wanted.contains_key(t))
+            .filter(|(t, _)| !wanted.contains_key(&**t))
             .cloned()
             .collect();
         if !dropped.is_empty() {
@@ -859,7 +863,7 @@ impl Flow {
         }
         let remote_partitions = match existing {
             Some(t) => {
-                if !self.parts.keys().any(|(name, _)| name == topic) {
+                if !self.parts.keys().any(|(name, _)| **name == *topic) {
                     self.check_compatible(topic, &remote).await?;
                 }
                 t.partitions.len()
@@ -922,14 +926,15 @@ impl Flow {
                 ),
             );
         }
+        let name: Arc<str> = Arc::from(topic);
         for p in 0..partitions.min(remote_partitions) as i32 {
-            if self.parts.contains_key(&(topic.to_string(), p)) || !self.owns_partition(topic, p) {
+            if self.parts.contains_key(&(Arc::clone(&name), p)) || !self.owns_partition(topic, p) {
                 continue;
             }
             match self.resume_partition(topic, &remote, p).await {
                 Ok(state) => {
                     tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.map.target_next(), "replicating partition");
-                    self.parts.insert((topic.to_string(), p), state);
+                    self.parts.insert((Arc::clone(&name), p), state);
                 }
                 Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
             }
@@ -1094,7 +1099,7 @@ impl Flow {
     ) -> Result<FetchedPartition> {
         let (leader, epoch) = self.source.leader(topic, partition).await?;
         let spec = FetchPartitionSpec {
-            topic: topic.to_string(),
+            topic: topic.into(),
             partition,
             offset,
             current_leader_epoch: epoch,
@@ -1165,10 +1170,10 @@ impl Flow {
         // The broker fills a response in request order until `fetch_max_bytes`: partitions with
         // the least queued go first (ties rotate each round), so every partition has a batch
         // for the next Produce request instead of a few partitions taking every response.
-        let mut wanted: Vec<(&(String, i32), &PartState)> = self
+        let mut wanted: Vec<(&PartKey, &PartState)> = self
             .parts
             .iter()
-            .filter(|(k, st)| st.failed.is_none() && st.queued_bytes < cap && !held.contains(&k.0))
+            .filter(|(k, st)| st.failed.is_none() && st.queued_bytes < cap && !held.contains(&*k.0))
             .collect();
         if !wanted.is_empty() {
             let turn = (self.traffic.rounds as usize) % wanted.len();
@@ -1364,7 +1369,7 @@ impl Flow {
                 // a partition before its starting position is durable: a crash then always
                 // leaves a progress record to resume from.
                 if s.queue.is_empty()
-                    || held.contains(&k.0)
+                    || held.contains(&*k.0)
                     || s.failed.is_some()
                     || s.flushed.is_none()
                 {
@@ -1399,7 +1404,7 @@ impl Flow {
                 };
                 // A partition whose earlier batches are on another connection waits for them:
                 // a broker orders requests per connection only.
-                let going: Vec<&(&(String, i32), &PartState)> = ready
+                let going: Vec<&(&PartKey, &PartState)> = ready
                     .iter()
                     .filter(|(_, st)| st.in_flight == 0 || st.connection == conn)
                     .collect();
@@ -1575,7 +1580,7 @@ impl Flow {
                         st.failed = Some(msg.clone());
                         st.in_flight = 0;
                         st.epoch += 1;
-                        diverged.push((k.0.clone(), k.1, msg));
+                        diverged.push((k.0.to_string(), k.1, msg));
                     } else if mirrored {
                         note_offsets_mode(st, &name, &tgt);
                     }
@@ -1741,7 +1746,9 @@ impl Flow {
                 .view
                 .records
                 .iter()
-                .filter(|(t, r)| r.state.is_stopped() && self.parts.keys().any(|(p, _)| p == *t))
+                .filter(|(t, r)| {
+                    r.state.is_stopped() && self.parts.keys().any(|(p, _)| **p == ***t)
+                })
                 .map(|(t, _)| t.clone())
                 .collect(),
             None => Vec::new(),
@@ -1764,10 +1771,10 @@ impl Flow {
             self.receive_one().await;
         }
         self.flush_progress().await?;
-        let keys: Vec<(String, i32)> = self
+        let keys: Vec<PartKey> = self
             .parts
             .keys()
-            .filter(|(t, _)| t == topic)
+            .filter(|(t, _)| **t == *topic)
             .cloned()
             .collect();
         for k in keys {
@@ -1879,7 +1886,7 @@ impl Flow {
                     continue;
                 }
                 // Re-check under the same conditions: the partition may have moved meanwhile.
-                let Some(st) = self.parts.get_mut(&(topic.clone(), p)) else {
+                let Some(st) = self.parts.get_mut(&(Arc::from(topic.as_str()), p)) else {
                     continue;
                 };
                 if st.in_flight != 0 || !st.queue.is_empty() || st.map.target_next() != ours {
@@ -1935,7 +1942,7 @@ impl Flow {
                 if only.is_some_and(|t| t != c.topic) {
                     continue;
                 }
-                let Some(st) = self.parts.get(&(c.topic.clone(), c.partition)) else {
+                let Some(st) = self.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) else {
                     continue;
                 };
                 if let Translation::Exact(t) = st.map.to_target(c.offset) {
@@ -2029,22 +2036,23 @@ impl Flow {
                 let stored = self
                     .stored_progress
                     .get(&progress::key(&src, &c.topic, c.partition));
-                let translated = if let Some(st) = self.parts.get(&(c.topic.clone(), c.partition)) {
-                    Some((st.target_topic.clone(), st.map.to_target(c.offset)))
-                } else if let (Some(map), true) = (stored, self.ownership.is_some()) {
-                    // Scale-out: a partition another instance runs, through its stored map.
-                    Some((
-                        self.policy.remote_topic(&src, &c.topic),
-                        map.to_target(c.offset),
-                    ))
-                } else if self.policy.topic_source(&c.topic).as_deref() == Some(dst.as_str()) {
-                    let original = self.policy.upstream_topic(&c.topic).unwrap_or_default();
-                    reverse
-                        .get(&(original.clone(), c.partition))
-                        .map(|m| (original, m.to_source(c.offset)))
-                } else {
-                    None
-                };
+                let translated =
+                    if let Some(st) = self.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) {
+                        Some((st.target_topic.clone(), st.map.to_target(c.offset)))
+                    } else if let (Some(map), true) = (stored, self.ownership.is_some()) {
+                        // Scale-out: a partition another instance runs, through its stored map.
+                        Some((
+                            self.policy.remote_topic(&src, &c.topic),
+                            map.to_target(c.offset),
+                        ))
+                    } else if self.policy.topic_source(&c.topic).as_deref() == Some(dst.as_str()) {
+                        let original = self.policy.upstream_topic(&c.topic).unwrap_or_default();
+                        reverse
+                            .get(&(original.clone(), c.partition))
+                            .map(|m| (original, m.to_source(c.offset)))
+                    } else {
+                        None
+                    };
                 tracing::debug!(flow = %self.name(), %group, topic = %c.topic, partition = c.partition, committed = c.offset, ?translated, "translating");
                 let Some((topic, Translation::Exact(downstream))) = translated else {
                     continue;

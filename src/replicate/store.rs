@@ -114,7 +114,7 @@ pub async fn read_all(
     while offset < end {
         let (leader, epoch) = cluster.leader(topic, partition).await?;
         let spec = FetchPartitionSpec {
-            topic: topic.to_string(),
+            topic: topic.into(),
             partition,
             offset,
             current_leader_epoch: epoch,
