@@ -370,13 +370,24 @@ async fn replicate(
             )));
         }
         let sent = (Instant::now(), CpuSample::take(&pids));
-        let n = records_on(target, remote, opts.partitions)
-            .await
-            .unwrap_or(0);
-        let before = std::mem::replace(&mut previous, sent);
-        if n > 0 && first.is_none() {
-            first = Some(before.0);
-            first_cpu = before.1;
+        // A failed poll says nothing about when records arrived: it neither moves the start
+        // of the window nor counts as progress (so polls that keep failing end in the stall
+        // error below).
+        let Ok(n) = records_on(target, remote, opts.partitions).await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if last_change.elapsed() > stall {
+                return Err(Error::invalid(format!(
+                    "topic {remote}: the target cannot be polled and no progress for {stall:?}; {}",
+                    log_tail(&log)
+                )));
+            }
+            continue;
+        };
+        if n == 0 {
+            previous = sent;
+        } else if first.is_none() {
+            first = Some(previous.0);
+            first_cpu = previous.1.clone();
         }
         if n != last {
             last = n;

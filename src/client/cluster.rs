@@ -482,8 +482,9 @@ impl Cluster {
     }
 
     /// The offsets at `timestamp` of `partitions` of `topic` in one ListOffsets request per
-    /// leader, tried once (no retries): for polling, where a wrong answer is asked again anyway.
-    /// A partition error fails the call.
+    /// leader, tried once (no retries): for polling, where a failed poll is asked again anyway.
+    /// A partition error, or an answer that lacks a partition asked for, fails the call;
+    /// partitions not asked for are ignored.
     pub async fn list_offsets_once(
         &self,
         topic: &str,
@@ -501,6 +502,7 @@ impl Cluster {
         }
         let mut out = Vec::with_capacity(partitions.len());
         for (leader, parts) in by_leader {
+            let mut asked: Vec<i32> = parts.iter().map(|p| p.partition_index).collect();
             let mut lt = ListOffsetsTopic::default();
             lt.name = TopicName(StrBytes::from_string(topic.to_string()));
             lt.partitions = parts;
@@ -508,7 +510,16 @@ impl Cluster {
             req.replica_id = BrokerId(-1);
             req.topics = vec![lt];
             let (_, resp) = self.send(Route::Node(leader), &req).await?;
-            for part in resp.topics.iter().flat_map(|t| t.partitions.iter()) {
+            let answered = resp
+                .topics
+                .iter()
+                .filter(|t| t.name.0.as_str() == topic)
+                .flat_map(|t| t.partitions.iter());
+            for part in answered {
+                let Some(i) = asked.iter().position(|&p| p == part.partition_index) else {
+                    continue; // not asked for, or answered twice
+                };
+                asked.swap_remove(i);
                 if part.error_code != error_code::NONE {
                     if error_code::needs_metadata_refresh(part.error_code) {
                         self.invalidate(topic);
@@ -518,6 +529,14 @@ impl Cluster {
                     );
                 }
                 out.push((part.partition_index, part.offset));
+            }
+            if let Some(&p) = asked.first() {
+                return Err(self.ctx(
+                    Error::new(ErrorKind::Protocol(
+                        "ListOffsets answer lacks the partition".into(),
+                    ))
+                    .partition(topic, p),
+                ));
             }
         }
         Ok(out)
