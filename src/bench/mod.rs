@@ -371,34 +371,33 @@ async fn replicate(
         }
         let sent = (Instant::now(), CpuSample::take(&pids));
         // A failed poll says nothing about when records arrived: it neither moves the start
-        // of the window nor counts as progress (so polls that keep failing end in the stall
-        // error below).
-        let Ok(n) = records_on(target, remote, opts.partitions).await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            if last_change.elapsed() > stall {
-                return Err(Error::invalid(format!(
-                    "topic {remote}: the target cannot be polled and no progress for {stall:?}; {}",
-                    log_tail(&log)
-                )));
+        // of the window nor counts as progress (polls that keep failing end in the stall
+        // error, which gives the last failure).
+        let polled = records_on(target, remote, opts.partitions).await;
+        match polled {
+            Ok(0) => previous = sent,
+            Ok(_) if first.is_none() => {
+                first = Some(previous.0);
+                first_cpu = previous.1.clone();
             }
-            continue;
-        };
-        if n == 0 {
-            previous = sent;
-        } else if first.is_none() {
-            first = Some(previous.0);
-            first_cpu = previous.1.clone();
+            _ => {}
         }
-        if n != last {
-            last = n;
-            last_change = Instant::now();
-        }
-        if n >= records {
-            break n;
+        if let Ok(n) = polled {
+            if n != last {
+                last = n;
+                last_change = Instant::now();
+            }
+            if n >= records {
+                break n;
+            }
         }
         if last_change.elapsed() > stall {
+            let failure = match &polled {
+                Ok(_) => String::new(),
+                Err(e) => format!(" (the last poll failed: {e})"),
+            };
             return Err(Error::invalid(format!(
-                "topic {remote}: {n} of {records} records on the target and no progress for {stall:?}; {}",
+                "topic {remote}: {last} of {records} records on the target and no progress for {stall:?}{failure}; {}",
                 log_tail(&log)
             )));
         }

@@ -434,57 +434,22 @@ impl Cluster {
     }
 
     /// Offsets for a timestamp ([`EARLIEST`], [`LATEST`] or a time in ms) for each partition,
-    /// routed to the leaders, with retries.
+    /// in the order asked: one ListOffsets request per leader, the whole set retried.
     pub async fn list_offsets(
         &self,
         topic: &str,
         partitions: &[i32],
         timestamp: i64,
     ) -> Result<Vec<(i32, i64)>> {
-        let mut out = Vec::with_capacity(partitions.len());
-        for &p in partitions {
-            let off = self
-                .retry("list offsets", || async move {
-                    let (leader, epoch) = self.leader(topic, p).await?;
-                    let mut lp = ListOffsetsPartition::default();
-                    lp.partition_index = p;
-                    lp.current_leader_epoch = epoch;
-                    lp.timestamp = timestamp;
-                    let mut lt = ListOffsetsTopic::default();
-                    lt.name = TopicName(StrBytes::from_string(topic.to_string()));
-                    lt.partitions = vec![lp];
-                    let mut req = ListOffsetsRequest::default();
-                    req.replica_id = BrokerId(-1);
-                    req.topics = vec![lt];
-                    let (_, resp) = self.send(Route::Node(leader), &req).await?;
-                    let part = resp
-                        .topics
-                        .iter()
-                        .flat_map(|t| t.partitions.iter())
-                        .find(|x| x.partition_index == p)
-                        .ok_or_else(|| {
-                            Error::new(ErrorKind::Protocol(
-                                "ListOffsets answer lacks the partition".into(),
-                            ))
-                        })?;
-                    if part.error_code != error_code::NONE {
-                        if error_code::needs_metadata_refresh(part.error_code) {
-                            self.invalidate(topic);
-                        }
-                        return Err(Error::broker(part.error_code, None).partition(topic, p));
-                    }
-                    Ok(part.offset)
-                })
-                .await?;
-            out.push((p, off));
-        }
-        Ok(out)
+        self.retry("list offsets", || {
+            self.list_offsets_once(topic, partitions, timestamp)
+        })
+        .await
     }
 
-    /// The offsets at `timestamp` of `partitions` of `topic` in one ListOffsets request per
-    /// leader, tried once (no retries): for polling, where a failed poll is asked again anyway.
-    /// A partition error, or an answer that lacks a partition asked for, fails the call;
-    /// partitions not asked for are ignored.
+    /// [`Cluster::list_offsets`] tried once (no retries): for polling, where a failed poll is
+    /// asked again anyway. A partition error, or an answer that lacks a partition asked for,
+    /// fails the call; partitions not asked for are ignored.
     pub async fn list_offsets_once(
         &self,
         topic: &str,
@@ -492,7 +457,11 @@ impl Cluster {
         timestamp: i64,
     ) -> Result<Vec<(i32, i64)>> {
         let mut by_leader: HashMap<i32, Vec<ListOffsetsPartition>> = HashMap::new();
+        let mut found: HashMap<i32, Option<i64>> = HashMap::with_capacity(partitions.len());
         for &p in partitions {
+            if found.insert(p, None).is_some() {
+                continue; // asked twice: one request, answered for both
+            }
             let (leader, epoch) = self.leader(topic, p).await?;
             let mut lp = ListOffsetsPartition::default();
             lp.partition_index = p;
@@ -500,9 +469,7 @@ impl Cluster {
             lp.timestamp = timestamp;
             by_leader.entry(leader).or_default().push(lp);
         }
-        let mut out = Vec::with_capacity(partitions.len());
         for (leader, parts) in by_leader {
-            let mut asked: Vec<i32> = parts.iter().map(|p| p.partition_index).collect();
             let mut lt = ListOffsetsTopic::default();
             lt.name = TopicName(StrBytes::from_string(topic.to_string()));
             lt.partitions = parts;
@@ -516,30 +483,32 @@ impl Cluster {
                 .filter(|t| t.name.0.as_str() == topic)
                 .flat_map(|t| t.partitions.iter());
             for part in answered {
-                let Some(i) = asked.iter().position(|&p| p == part.partition_index) else {
-                    continue; // not asked for, or answered twice
+                let Some(slot) = found.get_mut(&part.partition_index) else {
+                    continue; // not asked for
                 };
-                asked.swap_remove(i);
                 if part.error_code != error_code::NONE {
                     if error_code::needs_metadata_refresh(part.error_code) {
                         self.invalidate(topic);
                     }
-                    return Err(
-                        Error::broker(part.error_code, None).partition(topic, part.partition_index)
-                    );
+                    return Err(self.ctx(
+                        Error::broker(part.error_code, None).partition(topic, part.partition_index),
+                    ));
                 }
-                out.push((part.partition_index, part.offset));
+                *slot = Some(part.offset);
             }
-            if let Some(&p) = asked.first() {
-                return Err(self.ctx(
+        }
+        partitions
+            .iter()
+            .map(|&p| match found.get(&p) {
+                Some(&Some(offset)) => Ok((p, offset)),
+                _ => Err(self.ctx(
                     Error::new(ErrorKind::Protocol(
                         "ListOffsets answer lacks the partition".into(),
                     ))
                     .partition(topic, p),
-                ));
-            }
-        }
-        Ok(out)
+                )),
+            })
+            .collect()
     }
 
     /// One Fetch request to broker `node`. Partition errors are returned per partition.

@@ -8,7 +8,7 @@
 //! (a slow leader).
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,8 +17,12 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataResponse, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use super::wire::{parse_request_header, read_frame};
+
 const METADATA: i16 = 3;
 const FETCH: i16 = 1;
+/// Largest frame passed through (nisshi's answers stay far below it).
+const MAX_FRAME: usize = 256 << 20;
 
 struct Shared {
     upstream: String,
@@ -108,15 +112,6 @@ impl Drop for SplitLeaders {
     }
 }
 
-fn read_frame(r: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len).ok()?;
-    let size = usize::try_from(i32::from_be_bytes(len)).ok()?;
-    let mut payload = vec![0u8; size];
-    r.read_exact(&mut payload).ok()?;
-    Some(payload)
-}
-
 fn write_frame(w: &mut TcpStream, payload: &[u8]) -> bool {
     let len = (payload.len() as i32).to_be_bytes();
     w.write_all(&len).is_ok() && w.write_all(payload).is_ok()
@@ -139,18 +134,15 @@ fn serve(client: TcpStream, listener: usize, shared: Arc<Shared>) {
     let requests = {
         let (asked, shared) = (asked.clone(), shared.clone());
         std::thread::spawn(move || {
-            while let Some(frame) = read_frame(&mut c_read) {
-                if frame.len() >= 8 {
-                    let key = i16::from_be_bytes([frame[0], frame[1]]);
-                    let version = i16::from_be_bytes([frame[2], frame[3]]);
-                    let corr = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
-                    if key == FETCH {
+            while let Ok(frame) = read_frame(&mut c_read, MAX_FRAME) {
+                if let Ok(h) = parse_request_header(&frame) {
+                    if h.api_key == FETCH {
                         shared.fetches[listener].fetch_add(1, Ordering::Relaxed);
                     }
                     asked
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(corr, (key, version));
+                        .insert(h.correlation_id, (h.api_key, h.api_version));
                 }
                 if !write_frame(&mut u_write, &frame) {
                     break;
@@ -159,7 +151,7 @@ fn serve(client: TcpStream, listener: usize, shared: Arc<Shared>) {
             let _ = u_write.shutdown(Shutdown::Write);
         })
     };
-    while let Some(frame) = read_frame(&mut u_read) {
+    while let Ok(frame) = read_frame(&mut u_read, MAX_FRAME) {
         let asked_for = (frame.len() >= 4)
             .then(|| i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]))
             .and_then(|corr| {
