@@ -20,6 +20,7 @@ pub mod error;
 pub mod filter;
 pub mod forward;
 pub mod local_broker;
+pub mod local_kafka;
 pub mod metrics;
 pub mod mirror;
 pub mod mm2;

@@ -454,7 +454,11 @@ pub fn format_status(rows: &[MirrorPartitionStatus]) -> String {
             r.topic.clone(),
             r.partition.to_string(),
             r.link.clone(),
-            r.state.as_str().to_string(),
+            if r.offsets.starts_with("stopped") {
+                "stopped".to_string()
+            } else {
+                r.state.as_str().to_string()
+            },
             r.source_log_start.to_string(),
             r.source_log_end.to_string(),
             r.dest_log_end.to_string(),

@@ -578,6 +578,19 @@ impl OffsetMap {
     /// Decodes what [`encode`](Self::encode) wrote, validating every invariant. Never panics;
     /// rejects anything but the canonical encoding of a valid map.
     pub fn decode(bytes: &[u8]) -> Result<OffsetMap, OffsetMapError> {
+        let (map, used) = OffsetMap::decode_prefix(bytes)?;
+        if used < bytes.len() {
+            return Err(OffsetMapError::TrailingBytes {
+                at: used,
+                extra: bytes.len() - used,
+            });
+        }
+        Ok(map)
+    }
+
+    /// Decodes a map encoded at the start of `bytes` (a record that carries more after it) and
+    /// returns it with the number of bytes it took. Validates like [`decode`](Self::decode).
+    pub fn decode_prefix(bytes: &[u8]) -> Result<(OffsetMap, usize), OffsetMapError> {
         let header = ENCODING_MAGIC.len();
         let Some(magic) = bytes.get(..header) else {
             return Err(OffsetMapError::Truncated { at: bytes.len() });
@@ -641,12 +654,6 @@ impl OffsetMap {
                 count: source_next_gap.max(target_next_gap),
             });
         };
-        if r.remaining() > 0 {
-            return Err(OffsetMapError::TrailingBytes {
-                at: r.pos,
-                extra: r.remaining(),
-            });
-        }
         let map = OffsetMap {
             source_start,
             target_start,
@@ -655,7 +662,7 @@ impl OffsetMap {
             target_next,
         };
         map.validate()?;
-        Ok(map)
+        Ok((map, r.pos))
     }
 }
 

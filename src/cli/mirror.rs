@@ -195,6 +195,16 @@ async fn flow_of_topic<'a>(
     )))
 }
 
+/// A mirror's state as the status shows it: `stopped(partitions=0,3)` while partitions are
+/// stopped (by a foreign write), whatever the mirror's own state.
+fn state_text(r: &MirrorRecord) -> String {
+    if r.diverged.is_empty() {
+        return r.state.as_str().to_string();
+    }
+    let parts: Vec<String> = r.diverged.keys().map(|p| p.to_string()).collect();
+    format!("stopped(partitions={})", parts.join(","))
+}
+
 async fn list(t: &Target) -> Result<String> {
     let config = load(t)?;
     let mut rows = vec![vec![
@@ -216,7 +226,7 @@ async fn list(t: &Target) -> Result<String> {
                 f.source.clone(),
                 f.target.clone(),
                 r.topic.clone(),
-                r.state.as_str().to_string(),
+                state_text(r),
                 r.created_by_strait.to_string(),
             ]);
         }
@@ -249,7 +259,14 @@ async fn describe(t: &Target, topic: &str) -> Result<String> {
     line(&mut out, "Link", f.link_name());
     line(&mut out, "Source", f.source.clone());
     line(&mut out, "Destination", f.target.clone());
-    line(&mut out, "State", rec.state.as_str().to_string());
+    line(&mut out, "State", state_text(rec));
+    for (p, why) in &rec.diverged {
+        line(
+            &mut out,
+            &format!("Partition {p}"),
+            format!("stopped: {why}"),
+        );
+    }
     if let Some(c) = view.commands.get(topic) {
         let status = if rec.has_done(c) {
             "done"

@@ -187,8 +187,10 @@ pub fn progress(series: &[Sample]) -> Option<Progress> {
 }
 
 fn state(f: &FlowDoc) -> String {
+    let stopped_partitions: usize = f.topics.iter().map(|t| t.failed_partitions).sum();
     match (&f.stopped, f.source_connected, f.target_connected) {
         (Some(_), _, _) => "stopped".into(),
+        _ if stopped_partitions > 0 => format!("{stopped_partitions} partition(s) stopped"),
         (None, true, true) => "connected".into(),
         (None, false, _) => "connecting to source".into(),
         (None, true, false) => "connecting to target".into(),
@@ -303,10 +305,15 @@ pub fn render(doc: &StatusDoc) -> String {
                     };
                     let mapped: Vec<i32> = m.mapped_partitions.iter().map(|x| x.0).collect();
                     let stopped: Vec<i32> = m.stopped_partitions.iter().map(|x| x.0).collect();
+                    let state = if stopped.is_empty() {
+                        m.state.clone()
+                    } else {
+                        format!("stopped(partitions={})", list(&stopped))
+                    };
                     vec![
                         m.topic.clone(),
                         m.link.clone(),
-                        m.state.clone(),
+                        state,
                         list(&m.identical_partitions),
                         list(&mapped),
                         list(&stopped),

@@ -14,7 +14,8 @@ pub struct StatusDoc {
     pub now_ms: i64,
     /// Seconds since the engine started.
     pub uptime_seconds: u64,
-    /// Every flow connected to both clusters (what `/ready` answers).
+    /// Every flow connected to both clusters, none stopped and no partition stopped (what
+    /// `/ready` answers).
     pub ready: bool,
     /// The flows, by name.
     pub flows: Vec<FlowDoc>,

@@ -282,11 +282,27 @@ impl Server {
                     .flows
                     .iter()
                     .map(|f| {
+                        let stopped_partitions: Vec<_> = f
+                            .topics
+                            .iter()
+                            .flat_map(|t| {
+                                t.partitions.iter().filter_map(|p| {
+                                    p.failed.as_ref().map(|why| {
+                                        serde_json::json!({
+                                            "topic": t.source_topic,
+                                            "partition": p.partition,
+                                            "reason": why,
+                                        })
+                                    })
+                                })
+                            })
+                            .collect();
                         serde_json::json!({
                             "name": f.name,
                             "source_connected": f.source_connected,
                             "target_connected": f.target_connected,
                             "stopped": f.stopped,
+                            "stopped_partitions": stopped_partitions,
                         })
                     })
                     .collect();

@@ -227,7 +227,8 @@ impl Observer {
             .gauge_set(names::CONNECTED, H_CONNECTED, &[("flow", flow)], 0.0);
     }
 
-    /// Every registered flow reached both clusters and none stopped.
+    /// Every registered flow reached both clusters and none stopped (partitions stopped
+    /// inside a running flow are in the flows' statuses: see [`Observer::status_doc`]).
     pub fn ready(&self) -> bool {
         self.facts(|f| {
             !f.is_empty()
@@ -447,7 +448,11 @@ impl Observer {
 
     /// The `/api/status` document; `series` includes the samples of the last minutes.
     pub fn status_doc(&self, statuses: &[FlowStatus], now_ms: i64, series: bool) -> StatusDoc {
-        let ready = self.ready();
+        // A stopped partition moves no data until someone acts: not ready.
+        let ready = self.ready()
+            && statuses
+                .iter()
+                .all(|s| s.partitions.iter().all(|p| p.failed.is_none()));
         let flows = self.facts(|f| {
             statuses
                 .iter()

@@ -6,6 +6,8 @@
 //! Produce request per target broker, the next batch of every partition that has one. Progress
 //! only moves past batches the target acknowledged.
 
+mod resume;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +19,7 @@ use super::groups;
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
 use super::mirrors::{self, ControlView};
-use super::progress::{self, Progress, Resume, PROGRESS_TOPIC};
+use super::progress::{self, Progress, Stored, Writer, PROGRESS_TOPIC};
 use super::status::{FlowStatus, MemberStatus, MirrorStatus, PartitionStatus};
 use super::store;
 use crate::assignment::WorkItem;
@@ -86,6 +88,9 @@ struct PartState {
     identical: bool,
     /// Consecutive OutOfOrderSequenceNumber answers resent (see `receive_one`).
     sequence_retries: u32,
+    /// The producer identity this partition is written under on the target, with the
+    /// sequence after the last acknowledged batch (see [`progress::Writer`]).
+    writer: Writer,
     /// The source topic is a heartbeats topic (its batches give the heartbeat latency).
     heartbeats: bool,
     /// The connection carrying the batches in flight (while `in_flight > 0`): more are sent
@@ -97,6 +102,14 @@ impl PartState {
     /// The acknowledged position.
     fn acked(&self) -> Progress {
         Progress::from(&self.map)
+    }
+
+    /// The identity the planner writes batches under.
+    fn producer(&self) -> Option<ProducerIdentity> {
+        Some(ProducerIdentity {
+            id: self.writer.producer_id,
+            epoch: self.writer.producer_epoch,
+        })
     }
 }
 
@@ -111,7 +124,9 @@ pub struct Flow {
     replication_factor: i16,
     policy: ReplicationPolicy,
     parts: BTreeMap<PartKey, PartState>,
-    stored_progress: HashMap<String, OffsetMap>,
+    stored_progress: HashMap<String, Stored>,
+    /// Partitions taken up again after their sequence broke, and how often in a row.
+    resyncs: HashMap<PartKey, u32>,
     producer: Option<ProducerIdentity>,
     topic_lists: Lists,
     reported: HashMap<String, String>,
@@ -152,6 +167,11 @@ pub struct Flow {
     /// When a Fetch last brought data: while data flows, fetches wait briefly (see
     /// [`fetch_wait`]).
     last_data: Option<Instant>,
+    /// A partition was dropped to be taken up again: refresh topics at the next round.
+    refresh_soon: bool,
+    /// Where the rewind counter of the next partition taken up starts, so an answer to a
+    /// request sent for an earlier take-up of the same partition never matches it.
+    epoch_base: u64,
 }
 
 /// A Fetch request written to a source leader, with the offset asked for each partition: an
@@ -260,8 +280,12 @@ const HOLD_BELOW_IN_FLIGHT: usize = 2;
 /// Batch bytes at which a Produce request counts as full (librdkafka's default request size).
 const PRODUCE_REQUEST_BYTES: usize = 1 << 20;
 
-/// OutOfOrderSequenceNumber answers in a row that are resent before a partition stops.
+/// OutOfOrderSequenceNumber answers in a row that are resent before the partition is read
+/// back from the target.
 const MAX_SEQUENCE_RETRIES: u32 = 5;
+
+/// Fresh starts of a partition in a row, without an acknowledgement, before it stops.
+const MAX_RESYNCS: u32 = 3;
 
 impl Flow {
     /// A flow between two connected clusters.
@@ -303,6 +327,7 @@ impl Flow {
             policy,
             parts: BTreeMap::new(),
             stored_progress: HashMap::new(),
+            resyncs: HashMap::new(),
             producer: None,
             topic_lists,
             reported: HashMap::new(),
@@ -324,6 +349,8 @@ impl Flow {
             traffic: Traffic::default(),
             fetching: Vec::new(),
             fetch_replan: true,
+            refresh_soon: false,
+            epoch_base: 0,
         }
     }
 
@@ -532,6 +559,9 @@ impl Flow {
                 }
             }
             let now = Instant::now();
+            if std::mem::take(&mut self.refresh_soon) {
+                next_refresh = now;
+            }
             if now >= next_refresh {
                 tracing::debug!(flow = %name, "refreshing topics");
                 if let Err(e) = self.refresh_topics().await {
@@ -711,9 +741,9 @@ impl Flow {
     /// Reads the stored positions of this flow's partitions.
     async fn reload_progress(&mut self) -> Result<()> {
         let src = self.source.name();
-        for ((topic, p), map) in store::read_progress(&self.target, src).await? {
+        for ((topic, p), stored) in store::read_progress_records(&self.target, src).await? {
             self.stored_progress
-                .insert(progress::key(src, &topic, p), map);
+                .insert(progress::key(src, &topic, p), stored);
         }
         Ok(())
     }
@@ -964,133 +994,6 @@ impl Flow {
         Ok(())
     }
 
-    /// Works out where a partition resumes, from the stored progress and the target itself.
-    async fn resume_partition(
-        &mut self,
-        topic: &str,
-        remote: &str,
-        partition: i32,
-    ) -> Result<PartState> {
-        let key = progress::key(self.source.name(), topic, partition);
-        let stored = self.stored_progress.get(&key).cloned();
-        let target_end = self
-            .target
-            .list_offsets(remote, &[partition], LATEST)
-            .await?[0]
-            .1;
-        let ctx = |e: Error| e.cluster(self.target.name()).partition(remote, partition);
-        let mut flushed = None;
-        let map = match (
-            progress::decide(stored.as_ref().map(Progress::from), target_end),
-            stored,
-        ) {
-            (Resume::Fresh, _) => {
-                let start = self
-                    .source
-                    .list_offsets(topic, &[partition], EARLIEST)
-                    .await?[0]
-                    .1;
-                OffsetMap::new(start, 0)
-            }
-            (Resume::At { .. }, Some(map)) => {
-                flushed = Some(Progress::from(&map));
-                map
-            }
-            (Resume::Walk { source, extra, .. }, Some(mut map)) => {
-                self.walk(topic, partition, &mut map, extra)
-                    .await
-                    .map_err(ctx)?;
-                tracing::info!(flow = %self.name(), %topic, partition, from = source, to = map.source_next(), landed = extra, "found records that landed after the last progress record");
-                map
-            }
-            (Resume::Conflict(why), _) => {
-                return Err(ctx(Error::invalid(format!(
-                    "refusing to replicate into it: {why}"
-                ))));
-            }
-            (_, None) => return Err(ctx(Error::invalid("progress vanished while resuming"))),
-        };
-        let identical = match &self.mirror {
-            None => false,
-            Some(m) => {
-                let rec = m.view.records.get(topic);
-                if let Some(why) = rec.and_then(|r| r.diverged.get(&partition)) {
-                    return Err(ctx(Error::invalid(format!(
-                        "mirror stopped earlier: {why}"
-                    ))));
-                }
-                let mode = offsets_mode(&map, rec.is_some_and(|r| r.created_by_strait));
-                if mode != OffsetsMode::Identical {
-                    tracing::warn!(flow = %self.name(), %topic, partition, "cluster {}, topic {topic}, partition {partition}: offsets are {mode}; consumer offsets are translated through the offset map", self.target.name());
-                }
-                mode == OffsetsMode::Identical
-            }
-        };
-        let source_next = map.source_next();
-        Ok(PartState {
-            source_topic: topic.to_string(),
-            target_topic: remote.to_string(),
-            partition,
-            planner: PartitionPlanner::new(source_next, self.producer, 0),
-            queue: VecDeque::new(),
-            queued_bytes: 0,
-            in_flight: 0,
-            epoch: 0,
-            map,
-            flushed,
-            synced_delta: None,
-            records: 0,
-            bytes: 0,
-            source_end: source_next,
-            failed: None,
-            identical,
-            sequence_retries: 0,
-            heartbeats: self.policy.is_heartbeats_topic(topic),
-            connection: 0,
-        })
-    }
-
-    /// Plans the source from the map's end (without producing) until `extra` more records are
-    /// accounted for, recording them in `map` at the target offsets they landed at.
-    async fn walk(
-        &self,
-        topic: &str,
-        partition: i32,
-        map: &mut OffsetMap,
-        extra: i64,
-    ) -> Result<()> {
-        let mut planner = PartitionPlanner::new(map.source_next(), None, 0);
-        let mut left = extra;
-        while left > 0 {
-            let p = self
-                .fetch_one(topic, partition, planner.next_offset())
-                .await?;
-            let before = planner.next_offset();
-            let plan = planner
-                .plan(&p)
-                .map_err(|e| Error::from(e).partition(topic, partition).offset(before))?;
-            for out in &plan.outgoing {
-                left -= out.source.count();
-                if left < 0 {
-                    return Err(Error::invalid(format!(
-                        "the target's extra records end inside the batch for source offsets {before}..{}; it was not written by this flow",
-                        out.source_next
-                    )));
-                }
-                record_acked(map, out, map.target_next()).map_err(Error::invalid)?;
-                if left == 0 {
-                    return Ok(());
-                }
-            }
-            if plan.next_offset == before {
-                return Err(Error::invalid(format!(
-                    "the target holds {left} more records than the source has after offset {before}"
-                )));
-            }
-        }
-        Ok(())
-    }
-
     async fn fetch_one(
         &self,
         topic: &str,
@@ -1287,7 +1190,7 @@ impl Flow {
                     if start > at {
                         tracing::error!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
                         st.planner =
-                            PartitionPlanner::new(start, self.producer, st.planner.next_sequence());
+                            PartitionPlanner::new(start, st.producer(), st.planner.next_sequence());
                     } else {
                         tracing::warn!(flow = %name, topic = %key.0, partition = key.1, "offset {at} out of range (log start {start})");
                     }
@@ -1489,6 +1392,7 @@ impl Flow {
         let tgt = self.target.name().to_string();
         let mirrored = self.mirror.is_some();
         let mut diverged: Vec<(String, i32, String)> = Vec::new();
+        let mut resync: Vec<PartKey> = Vec::new();
         let results = match f.pending.finish().await {
             Ok(r) => r,
             Err(e) => {
@@ -1565,6 +1469,13 @@ impl Flow {
                     st.records += n as u64;
                     st.bytes += out.batch.len() as u64;
                     st.sequence_retries = 0;
+                    st.writer.next_sequence = crate::forward::plan::next_sequence(
+                        out.batch.base_sequence(),
+                        out.batch.records_count(),
+                    );
+                    if !self.resyncs.is_empty() {
+                        self.resyncs.remove(k);
+                    }
                     self.obs.batch_acked(
                         &name,
                         &st.source_topic,
@@ -1596,6 +1507,18 @@ impl Flow {
                     tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: OutOfOrderSequenceNumber, resending from the oldest unacknowledged batch (attempt {})", st.target_topic, k.1, st.sequence_retries);
                     st.in_flight = 0;
                     st.epoch += 1;
+                }
+                // The target's producer state for this partition is not what this instance
+                // thinks (another writer's late batches landed, or the broker forgot the
+                // producer): take the partition up again from what the target holds.
+                Some((
+                    error_code::OUT_OF_ORDER_SEQUENCE_NUMBER
+                    | error_code::INVALID_PRODUCER_EPOCH
+                    | error_code::UNKNOWN_PRODUCER_ID,
+                    _,
+                    _,
+                )) => {
+                    resync.push(k.clone());
                 }
                 Some((code, _, message)) if !error_code::is_retriable(code) => {
                     let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
@@ -1631,6 +1554,51 @@ impl Flow {
                 tracing::warn!(flow = %name, %topic, partition, "cannot record the stop in the control topic: {e}");
             }
         }
+        for k in resync {
+            self.resync_partition(k);
+        }
+    }
+
+    /// Drops a partition whose producer sequence the target refused, to be taken up again at
+    /// the next topic refresh from what the target holds (its own late batches are found and
+    /// counted there). Three times in a row without an acknowledgement stops it.
+    fn resync_partition(&mut self, k: PartKey) {
+        let name = self.name();
+        let tgt = self.target.name().to_string();
+        let count = {
+            let c = self.resyncs.entry(k.clone()).or_default();
+            *c += 1;
+            *c
+        };
+        let Some(st) = self.parts.get_mut(&k) else {
+            return;
+        };
+        if count > MAX_RESYNCS {
+            let msg = format!(
+                "cluster {tgt}, topic {}, partition {}, target offset {}: the broker keeps refusing the producer sequence after {MAX_RESYNCS} fresh starts; partition stopped",
+                st.target_topic,
+                k.1,
+                st.map.target_next()
+            );
+            tracing::error!(flow = %name, "{msg}");
+            self.obs.error(&name, "produce_refused");
+            st.failed = Some(msg);
+            st.in_flight = 0;
+            st.epoch += 1;
+            return;
+        }
+        tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}, target offset {}: the broker refused the producer sequence; reading the partition back to continue after what it holds", st.target_topic, k.1, st.map.target_next());
+        self.obs.retry(&tgt, "produce_resync");
+        let key = progress::key(self.source.name(), &st.source_topic, st.partition);
+        self.stored_progress.insert(
+            key,
+            Stored {
+                map: st.map.clone(),
+                writer: Some(st.writer),
+            },
+        );
+        self.parts.remove(&k);
+        self.refresh_soon = true;
     }
 
     /// Topics whose partitions move no data now (paused mirrors).
@@ -2035,7 +2003,8 @@ impl Flow {
             for c in committed {
                 let stored = self
                     .stored_progress
-                    .get(&progress::key(&src, &c.topic, c.partition));
+                    .get(&progress::key(&src, &c.topic, c.partition))
+                    .map(|s| &s.map);
                 let translated =
                     if let Some(st) = self.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) {
                         Some((st.target_topic.clone(), st.map.to_target(c.offset)))
@@ -2166,7 +2135,7 @@ impl Flow {
                 let key = progress::key(&src, &st.source_topic, st.partition);
                 records.push((
                     Bytes::from(key),
-                    Some(Bytes::from(progress::encode(&st.map))),
+                    Some(Bytes::from(progress::encode(&st.map, Some(st.writer)))),
                 ));
             }
         }
@@ -2182,7 +2151,13 @@ impl Flow {
         for st in self.parts.values_mut() {
             st.flushed = Some(st.acked());
             let key = progress::key(&src, &st.source_topic, st.partition);
-            self.stored_progress.insert(key, st.map.clone());
+            self.stored_progress.insert(
+                key,
+                Stored {
+                    map: st.map.clone(),
+                    writer: Some(st.writer),
+                },
+            );
         }
         Ok(())
     }

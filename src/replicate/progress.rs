@@ -42,15 +42,184 @@ impl From<&OffsetMap> for Progress {
     }
 }
 
-/// Parses a progress record value: the partition's exact offset map, which carries the
-/// progress (`source_next`, `target_next`) and every source-to-target correspondence.
-pub fn decode(value: &[u8]) -> Option<OffsetMap> {
-    OffsetMap::decode(value).ok()
+/// The producer identity a partition's batches are written under on the target, and the
+/// sequence number its next batch gets there.
+///
+/// A partition keeps one identity for as long as its progress exists, whichever instance writes
+/// it: whoever takes it up continues the same producer id, epoch and sequence from where the
+/// target's log ends. A late request of an earlier owner then carries exactly the sequence
+/// numbers the new owner uses for the same source records, so the broker's idempotence stores
+/// each batch once (a repeat is answered as a duplicate) or refuses it as out of sequence;
+/// it can never land a second copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writer {
+    /// Producer id handed out by the target's InitProducerId.
+    pub producer_id: i64,
+    /// Its epoch.
+    pub producer_epoch: i16,
+    /// Sequence of the next batch (after everything at or below the record's `target_next`).
+    pub next_sequence: i32,
+}
+
+/// A stored progress record: the exact offset map and, for records written by this version on,
+/// the writer identity at the map's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// Source-to-target offsets; its end is the stored position.
+    pub map: OffsetMap,
+    /// The partition's writer identity (absent in records of older versions).
+    pub writer: Option<Writer>,
+}
+
+/// Marks the writer section after the encoded offset map.
+const WRITER_TAG: u8 = b'W';
+
+/// Parses a progress record value: the offset map, then optionally the writer section.
+pub fn decode(value: &[u8]) -> Option<Stored> {
+    let (map, used) = OffsetMap::decode_prefix(value).ok()?;
+    let rest = &value[used..];
+    if rest.is_empty() {
+        return Some(Stored { map, writer: None });
+    }
+    let (&tag, mut rest) = rest.split_first()?;
+    if tag != WRITER_TAG {
+        return None;
+    }
+    let producer_id = take_varint(&mut rest)?;
+    let producer_epoch = i16::try_from(take_varint(&mut rest)?).ok()?;
+    let next_sequence = i32::try_from(take_varint(&mut rest)?).ok()?;
+    if !rest.is_empty() {
+        return None;
+    }
+    Some(Stored {
+        map,
+        writer: Some(Writer {
+            producer_id,
+            producer_epoch,
+            next_sequence,
+        }),
+    })
 }
 
 /// Encodes a progress record value.
-pub fn encode(map: &OffsetMap) -> Vec<u8> {
-    map.encode()
+pub fn encode(map: &OffsetMap, writer: Option<Writer>) -> Vec<u8> {
+    let mut out = map.encode();
+    if let Some(w) = writer {
+        out.push(WRITER_TAG);
+        put_varint(&mut out, w.producer_id.max(0) as u64);
+        put_varint(&mut out, i64::from(w.producer_epoch).max(0) as u64);
+        put_varint(&mut out, i64::from(w.next_sequence).max(0) as u64);
+    }
+    out
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn take_varint(bytes: &mut &[u8]) -> Option<i64> {
+    let mut value: u64 = 0;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            *bytes = &bytes[i + 1..];
+            return i64::try_from(value).ok();
+        }
+    }
+    None
+}
+
+/// The header of a batch found on the target partition at or after the stored position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LandedBatch {
+    /// First offset of the batch.
+    pub base_offset: i64,
+    /// Last offset of the batch.
+    pub last_offset: i64,
+    /// Producer id in the batch header (-1: not idempotent).
+    pub producer_id: i64,
+    /// Producer epoch in the batch header.
+    pub producer_epoch: i16,
+    /// First sequence in the batch header.
+    pub base_sequence: i32,
+    /// A transaction marker.
+    pub control: bool,
+}
+
+/// What landed on the target after the stored position, checked against the writer identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landed {
+    /// Every batch was written under the partition's identity: their (base offset, offset
+    /// count) in order, and the identity continued after the last of them.
+    Own {
+        /// (base offset, number of offsets) of each batch.
+        batches: Vec<(i64, i64)>,
+        /// Where writing continues.
+        writer: Writer,
+    },
+    /// Something else wrote into the partition: why, naming the offsets and producer.
+    Foreign(String),
+}
+
+/// Checks that the batches at and after `target_next` on the target were all written under
+/// `writer`'s producer id, end to end with no gap, and continues its sequence after them.
+/// Anything else (another producer, a non-idempotent write, a transaction marker, a gap) is
+/// a foreign write: strait cannot tell which source records it stands for.
+pub fn check_landed(writer: Writer, target_next: i64, landed: &[LandedBatch]) -> Landed {
+    let mut expected = target_next;
+    let mut out = Vec::new();
+    let mut w = writer;
+    for b in landed {
+        if b.last_offset < target_next {
+            continue;
+        }
+        if b.control {
+            return Landed::Foreign(format!(
+                "a transaction marker of producer id {} at offset {} was written by something other than strait",
+                b.producer_id, b.base_offset
+            ));
+        }
+        if b.producer_id != writer.producer_id {
+            return Landed::Foreign(format!(
+                "{} records at offsets {}..{} were written by {} while strait's writes there carry producer id {}",
+                b.last_offset - b.base_offset.max(expected) + 1,
+                b.base_offset.max(expected),
+                b.last_offset + 1,
+                if b.producer_id < 0 {
+                    "a non-idempotent producer".to_string()
+                } else {
+                    format!("producer id {}", b.producer_id)
+                },
+                writer.producer_id
+            ));
+        }
+        if b.base_offset != expected {
+            return Landed::Foreign(format!(
+                "strait's batch at offset {} does not start where its previous write ended ({expected})",
+                b.base_offset
+            ));
+        }
+        let span = b.last_offset - b.base_offset + 1;
+        out.push((b.base_offset, span));
+        w.producer_epoch = b.producer_epoch;
+        w.next_sequence = crate::forward::plan::next_sequence(
+            b.base_sequence,
+            i32::try_from(span).unwrap_or(i32::MAX),
+        );
+        expected = b.last_offset + 1;
+    }
+    Landed::Own {
+        batches: out,
+        writer: w,
+    }
 }
 
 /// How to resume a partition.
@@ -145,7 +314,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let back = decode(&encode(&m)).unwrap();
+        let back = decode(&encode(&m, None)).unwrap().map;
         assert_eq!(
             Progress::from(&back),
             Progress {
@@ -153,5 +322,123 @@ mod tests {
                 target_next: 90
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod writer_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn w(id: i64, seq: i32) -> Writer {
+        Writer {
+            producer_id: id,
+            producer_epoch: 0,
+            next_sequence: seq,
+        }
+    }
+
+    fn batch(base: i64, last: i64, pid: i64, seq: i32) -> LandedBatch {
+        LandedBatch {
+            base_offset: base,
+            last_offset: last,
+            producer_id: pid,
+            producer_epoch: 0,
+            base_sequence: seq,
+            control: false,
+        }
+    }
+
+    #[test]
+    fn old_records_decode_without_a_writer() {
+        let m = OffsetMap::new(5, 0);
+        let old = m.encode();
+        assert_eq!(
+            decode(&old),
+            Some(Stored {
+                map: m.clone(),
+                writer: None
+            })
+        );
+        let new = encode(&m, Some(w(77, 12)));
+        assert_eq!(decode(&new).unwrap().writer, Some(w(77, 12)));
+        let mut bad = new.clone();
+        bad.push(0);
+        assert_eq!(decode(&bad), None);
+        assert_eq!(decode(&new[..new.len() - 1]), None);
+    }
+
+    #[test]
+    fn own_batches_continue_the_sequence() {
+        let l = [batch(10, 14, 7, 20), batch(15, 15, 7, 25)];
+        assert_eq!(
+            check_landed(w(7, 20), 10, &l),
+            Landed::Own {
+                batches: vec![(10, 5), (15, 1)],
+                writer: w(7, 26)
+            }
+        );
+        // Batches before the stored position (fetched because they share its batch) are skipped.
+        assert_eq!(
+            check_landed(w(7, 5), 15, &l),
+            Landed::Own {
+                batches: vec![(15, 1)],
+                writer: w(7, 26)
+            }
+        );
+        assert_eq!(
+            check_landed(w(7, 3), 16, &l),
+            Landed::Own {
+                batches: vec![],
+                writer: w(7, 3)
+            }
+        );
+    }
+
+    #[test]
+    fn foreign_writes_are_named() {
+        let foreign = [batch(10, 10, 9, 0)];
+        match check_landed(w(7, 0), 10, &foreign) {
+            Landed::Foreign(why) => {
+                assert!(why.contains("offsets 10..11"), "{why}");
+                assert!(why.contains("producer id 9"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let plain = [batch(10, 11, -1, -1)];
+        assert!(
+            matches!(check_landed(w(7, 0), 10, &plain), Landed::Foreign(m) if m.contains("non-idempotent"))
+        );
+        let mut marker = batch(10, 10, 7, -1);
+        marker.control = true;
+        assert!(matches!(
+            check_landed(w(7, 0), 10, &[marker]),
+            Landed::Foreign(_)
+        ));
+        let gap = [batch(12, 13, 7, 0)];
+        assert!(matches!(
+            check_landed(w(7, 0), 10, &gap),
+            Landed::Foreign(_)
+        ));
+        // Own batches, then a foreign one: still foreign.
+        let mixed = [batch(10, 11, 7, 0), batch(12, 12, 8, 0)];
+        assert!(matches!(
+            check_landed(w(7, 0), 10, &mixed),
+            Landed::Foreign(_)
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn records_round_trip(id in 0i64..i64::MAX, epoch in 0i16..i16::MAX, seq in 0i32..i32::MAX, start in 0i64..1_000_000) {
+            let m = OffsetMap::new(start, start / 2);
+            let writer = Some(Writer { producer_id: id, producer_epoch: epoch, next_sequence: seq });
+            prop_assert_eq!(decode(&encode(&m, writer)), Some(Stored { map: m, writer }));
+        }
+
+        #[test]
+        fn decoding_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode(&bytes);
+        }
     }
 }

@@ -162,16 +162,29 @@ pub async fn read_progress(
     cluster: &Cluster,
     source_alias: &str,
 ) -> Result<HashMap<(String, i32), crate::offsets::OffsetMap>> {
+    Ok(read_progress_records(cluster, source_alias)
+        .await?
+        .into_iter()
+        .map(|(k, v)| (k, v.map))
+        .collect())
+}
+
+/// The stored progress records (offset map and writer identity) of every partition a flow
+/// from `source_alias` replicated into `cluster`, by (source topic, partition).
+pub async fn read_progress_records(
+    cluster: &Cluster,
+    source_alias: &str,
+) -> Result<HashMap<(String, i32), super::progress::Stored>> {
     use super::progress;
     let mut out = HashMap::new();
     for (k, v) in read_latest(cluster, progress::PROGRESS_TOPIC).await? {
         let Ok(k) = std::str::from_utf8(&k) else {
             continue;
         };
-        if let (Some((topic, p)), Some(map)) =
+        if let (Some((topic, p)), Some(stored)) =
             (progress::parse_key(k, source_alias), progress::decode(&v))
         {
-            out.insert((topic.to_string(), p), map);
+            out.insert((topic.to_string(), p), stored);
         }
     }
     Ok(out)

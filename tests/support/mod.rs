@@ -1,6 +1,7 @@
 //! Shared integration-test harness. Use from a test file with `mod support;`.
 //!
 //! - [`broker`]: real `nisshi` broker processes (`Broker::start`, `Broker::start_behind_proxy`).
+//! - [`kafka`]: Apache Kafka clusters (the reference broker), optionally behind the proxy.
 //! - [`proxy`]: `ProduceCheckProxy`, a forwarding proxy that checks Kafka's produce rules.
 //! - [`leaders`]: `SplitLeaders`, one broker posing as two leaders (Metadata rewritten).
 //! - [`data`]: rdkafka helpers (topic names, create topics, produce, consume).
@@ -12,6 +13,7 @@
 pub mod broker;
 pub mod certs;
 pub mod data;
+pub mod kafka;
 pub mod leaders;
 pub mod proxy;
 pub mod records;

@@ -43,6 +43,10 @@ pub struct FaultPlan {
     pub drop_response: Vec<KeyTrigger>,
     /// Accept and immediately close new client connections.
     pub refuse_connections: bool,
+    /// Requests on connections accepted before the one numbered `.0` (counting from 0) are
+    /// read and kept, and delivered to the broker only at `.1`, even if their client has gone
+    /// by then: a network that held an instance's requests and delivered them late.
+    pub hold: Option<(u64, std::time::Instant)>,
 }
 
 fn fire(triggers: &mut [KeyTrigger], api_key: i16) -> bool {
@@ -81,6 +85,20 @@ impl FaultPlan {
             remaining: times,
         });
         self
+    }
+
+    /// Holds the requests of every connection accepted so far (`accepted` of them) until
+    /// `until`; later connections pass.
+    pub fn hold_existing(&mut self, accepted: u64, until: std::time::Instant) -> &mut Self {
+        self.hold = Some((accepted, until));
+        self
+    }
+
+    /// Until when requests of connection number `conn` are held, if they are.
+    pub fn held_until(&self, conn: u64) -> Option<std::time::Instant> {
+        self.hold
+            .filter(|(below, until)| conn < *below && std::time::Instant::now() < *until)
+            .map(|(_, until)| until)
     }
 
     /// Removes every fault.

@@ -63,6 +63,8 @@ struct Shared {
     kill_tx: watch::Sender<u64>,
     max_frame_bytes: usize,
     connections_accepted: AtomicU64,
+    /// Produce requests delivered late because of [`FaultPlan::hold`].
+    held_produce: AtomicU64,
     notes: Mutex<Vec<String>>,
 }
 
@@ -133,7 +135,7 @@ enum Dir {
 async fn pump(
     dir: Dir,
     mut rd: OwnedReadHalf,
-    mut wr: OwnedWriteHalf,
+    mut out: Forward,
     shared: &Shared,
     inflight: &InFlight,
 ) -> io::Result<()> {
@@ -152,10 +154,14 @@ async fn pump(
                 } else {
                     shared.note(msg);
                 }
-                wr.write_all(&buf).await?;
-                buf.clear();
-                tokio::io::copy(&mut rd, &mut wr).await?;
-                return Ok(());
+                out.send(buf.split().freeze(), FaultAction::Forward).await?;
+                loop {
+                    let mut chunk = BytesMut::with_capacity(64 * 1024);
+                    if rd.read_buf(&mut chunk).await? == 0 {
+                        return Ok(());
+                    }
+                    out.send(chunk.freeze(), FaultAction::Forward).await?;
+                }
             }
             let total = 4 + size as usize;
             if buf.len() < total {
@@ -167,17 +173,12 @@ async fn pump(
                 Dir::BrokerToClient => shared.on_response_frame(&frame[4..], inflight),
             };
             match action {
-                FaultAction::Forward => wr.write_all(&frame).await?,
-                FaultAction::Delay(d) => {
-                    tokio::time::sleep(d).await;
-                    wr.write_all(&frame).await?;
-                }
+                FaultAction::Close => return Ok(()),
                 FaultAction::ForwardThenClose => {
-                    wr.write_all(&frame).await?;
-                    wr.flush().await?;
+                    out.send(frame, action).await?;
                     return Ok(());
                 }
-                FaultAction::Close => return Ok(()),
+                _ => out.send(frame, action).await?,
             }
         }
         if buf.capacity() - buf.len() < 16 * 1024 {
@@ -189,7 +190,70 @@ async fn pump(
     }
 }
 
-async fn handle_connection(client: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+/// Where a pump's frames go: written at once (broker->client), or handed to a task that owns
+/// the broker connection and can hold them (client->broker, see [`FaultPlan::hold`]).
+enum Forward {
+    Direct(OwnedWriteHalf),
+    Queued(tokio::sync::mpsc::UnboundedSender<(bytes::Bytes, FaultAction)>),
+}
+
+impl Forward {
+    async fn send(&mut self, frame: bytes::Bytes, action: FaultAction) -> io::Result<()> {
+        match self {
+            Forward::Direct(wr) => write_frame(wr, &frame, action).await,
+            Forward::Queued(tx) => tx
+                .send((frame, action))
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "broker side closed")),
+        }
+    }
+}
+
+async fn write_frame(wr: &mut OwnedWriteHalf, frame: &[u8], action: FaultAction) -> io::Result<()> {
+    if let FaultAction::Delay(d) = action {
+        tokio::time::sleep(d).await;
+    }
+    wr.write_all(frame).await?;
+    if action == FaultAction::ForwardThenClose {
+        wr.flush().await?;
+        return Err(io::Error::new(
+            io::ErrorKind::ConnectionAborted,
+            "closed by fault plan",
+        ));
+    }
+    Ok(())
+}
+
+/// Writes a connection's requests to the broker, holding them while the fault plan says so.
+/// Outlives the client: what it has read is delivered even after the client went away.
+async fn deliver_requests(
+    conn: u64,
+    mut wr: OwnedWriteHalf,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(bytes::Bytes, FaultAction)>,
+    shared: Arc<Shared>,
+    closed: oneshot::Sender<()>,
+) {
+    let mut held_any = false;
+    while let Some((frame, action)) = rx.recv().await {
+        let until = lock(&shared.fault).held_until(conn);
+        if let Some(until) = until {
+            held_any = true;
+            if frame.len() >= 6 && i16::from_be_bytes([frame[4], frame[5]]) == PRODUCE {
+                shared.held_produce.fetch_add(1, Ordering::Relaxed);
+            }
+            tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+        }
+        if write_frame(&mut wr, &frame, action).await.is_err() {
+            break;
+        }
+    }
+    let _ = closed.send(());
+    if held_any {
+        // Late requests are handled by the broker even though nobody reads the answers.
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    }
+}
+
+async fn handle_connection(client: TcpStream, peer: SocketAddr, conn: u64, shared: Arc<Shared>) {
     if !lock(&shared.fault).on_connect() {
         return;
     }
@@ -209,20 +273,24 @@ async fn handle_connection(client: TcpStream, peer: SocketAddr, shared: Arc<Shar
     let (cr, cw) = client.into_split();
     let (ur, uw) = upstream.into_split();
     let inflight: InFlight = Mutex::new(HashMap::new());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (closed_tx, closed_rx) = oneshot::channel();
+    tokio::spawn(deliver_requests(conn, uw, rx, shared.clone(), closed_tx));
     tokio::select! {
-        r = pump(Dir::ClientToBroker, cr, uw, &shared, &inflight) => {
+        r = pump(Dir::ClientToBroker, cr, Forward::Queued(tx), &shared, &inflight) => {
             if let Err(e) = r {
                 shared.note(format!("connection from {peer}: client->broker: {e}"));
             }
         }
-        r = pump(Dir::BrokerToClient, ur, cw, &shared, &inflight) => {
+        r = pump(Dir::BrokerToClient, ur, Forward::Direct(cw), &shared, &inflight) => {
             if let Err(e) = r {
                 shared.note(format!("connection from {peer}: broker->client: {e}"));
             }
         }
+        _ = closed_rx => {}
         _ = kill.changed() => {}
     }
-    // Dropping the halves closes both sockets.
+    // Dropping the halves closes the client socket; the delivery task closes the broker's.
 }
 
 async fn accept_loop(
@@ -242,8 +310,8 @@ async fn accept_loop(
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((sock, peer)) => {
-                    shared.connections_accepted.fetch_add(1, Ordering::Relaxed);
-                    tokio::spawn(handle_connection(sock, peer, shared.clone()));
+                    let conn = shared.connections_accepted.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(handle_connection(sock, peer, conn, shared.clone()));
                 }
                 Err(e) => {
                     shared.note(format!("accept failed: {e}"));
@@ -302,6 +370,7 @@ impl ProduceCheckProxy {
             kill_tx,
             max_frame_bytes: config.max_frame_bytes,
             connections_accepted: AtomicU64::new(0),
+            held_produce: AtomicU64::new(0),
             notes: Mutex::new(Vec::new()),
         });
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
@@ -428,6 +497,11 @@ impl ProduceCheckProxy {
     /// Changes the fault plan under its lock.
     pub fn update_faults(&self, f: impl FnOnce(&mut FaultPlan)) {
         f(&mut lock(&self.shared.fault));
+    }
+
+    /// Produce requests that a hold ([`FaultPlan::hold`]) delivered late.
+    pub fn held_produce_requests(&self) -> u64 {
+        self.shared.held_produce.load(Ordering::Relaxed)
     }
 
     /// Closes every currently proxied connection (both sides). New connections still work.

@@ -1,0 +1,558 @@
+//! Local Apache Kafka clusters started as child processes, for `strait demo`, `strait bench`
+//! and the tests: KRaft mode, each node a combined broker and controller, storage formatted
+//! with a fresh cluster id in a folder of its own, free loopback ports, a small heap. Stopped
+//! (and killed if need be) when dropped.
+//!
+//! Kafka itself comes from `scripts/setup.sh` (a pinned release fetched with Maven into
+//! `~/.cache/strait/kafka-<version>/libs`), or from an existing distribution named by
+//! `KAFKA_HOME` (its `libs` folder). Java is `$JAVA_HOME/bin/java` or `java` on PATH.
+
+use std::fs::{self, File};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// The Apache Kafka release `scripts/setup.sh` installs.
+pub const KAFKA_VERSION: &str = "4.1.1";
+
+/// How long a node may take to start.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+static CLUSTERS: AtomicU64 = AtomicU64::new(0);
+
+/// Where Kafka's jars are: `$KAFKA_HOME/libs`, else the folder `scripts/setup.sh` fills.
+pub fn kafka_libs() -> Result<PathBuf> {
+    let mut tried = Vec::new();
+    if let Some(home) = std::env::var_os("KAFKA_HOME") {
+        let libs = PathBuf::from(home).join("libs");
+        if has_kafka_jar(&libs) {
+            return Ok(libs);
+        }
+        tried.push(libs);
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let libs = PathBuf::from(home)
+            .join(".cache/strait")
+            .join(format!("kafka-{KAFKA_VERSION}"))
+            .join("libs");
+        if has_kafka_jar(&libs) {
+            return Ok(libs);
+        }
+        tried.push(libs);
+    }
+    Err(Error::invalid(format!(
+        "Apache Kafka not found (looked in {}): run `bash scripts/setup.sh`, or set KAFKA_HOME to a Kafka distribution",
+        tried
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+fn has_kafka_jar(libs: &Path) -> bool {
+    fs::read_dir(libs).is_ok_and(|d| {
+        d.flatten().any(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("kafka_2.13-") && n.ends_with(".jar")
+        })
+    })
+}
+
+fn java() -> PathBuf {
+    std::env::var_os("JAVA_HOME")
+        .map(|h| PathBuf::from(h).join("bin/java"))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("java"))
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(Error::from)?;
+    Ok(l.local_addr().map_err(Error::from)?.port())
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct KafkaOptions {
+    /// A label for folders and logs.
+    pub name: String,
+    /// Nodes (each broker and controller); 3 where leadership has to move.
+    pub nodes: usize,
+    /// Per node, the port advertised to clients instead of its own (a proxy in front of it).
+    pub advertised_ports: Vec<Option<u16>>,
+    /// Extra `server.properties` lines.
+    pub properties: Vec<(String, String)>,
+    /// Maximum heap, as java's `-Xmx` takes it.
+    pub heap: String,
+    /// Optimise for start-up (tests) rather than throughput (bench).
+    pub quick_start: bool,
+    /// Parent folder of the cluster's folder (the system temp folder when `None`).
+    pub dir: Option<PathBuf>,
+}
+
+impl KafkaOptions {
+    /// One node, settings for tests on a small machine.
+    pub fn new(name: &str) -> KafkaOptions {
+        KafkaOptions {
+            name: name.to_string(),
+            nodes: 1,
+            advertised_ports: Vec::new(),
+            properties: Vec::new(),
+            heap: "384m".to_string(),
+            quick_start: true,
+            dir: None,
+        }
+    }
+}
+
+/// One node of a [`KafkaCluster`].
+#[derive(Debug)]
+pub struct KafkaNode {
+    id: usize,
+    port: u16,
+    controller_port: u16,
+    advertised_port: u16,
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl KafkaNode {
+    /// Node id.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The port the node listens on for clients.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The port clients are told to use (a proxy's, if one is in front).
+    pub fn advertised_port(&self) -> u16 {
+        self.advertised_port
+    }
+
+    /// Its log file.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// Whether its process runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+}
+
+/// A local Apache Kafka cluster; every node is killed when this is dropped.
+#[derive(Debug)]
+pub struct KafkaCluster {
+    name: String,
+    dir: PathBuf,
+    libs: PathBuf,
+    opts: KafkaOptions,
+    nodes: Vec<KafkaNode>,
+}
+
+impl KafkaCluster {
+    /// Formats and starts a cluster, and waits until every node serves clients.
+    pub fn start(opts: KafkaOptions) -> Result<KafkaCluster> {
+        let libs = kafka_libs()?;
+        let n = CLUSTERS.fetch_add(1, Ordering::Relaxed);
+        let parent = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = parent.join(format!(
+            "strait-kafka-{}-{}-{n}",
+            sanitize(&opts.name),
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).map_err(Error::from)?;
+        let mut nodes = Vec::new();
+        for i in 0..opts.nodes.max(1) {
+            let port = free_port()?;
+            nodes.push(KafkaNode {
+                id: i + 1,
+                port,
+                controller_port: free_port()?,
+                advertised_port: opts
+                    .advertised_ports
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(port),
+                config: dir.join(format!("node{}.properties", i + 1)),
+                log: dir.join(format!("node{}.log", i + 1)),
+                child: None,
+            });
+        }
+        let mut cluster = KafkaCluster {
+            name: opts.name.clone(),
+            dir,
+            libs,
+            opts,
+            nodes,
+        };
+        cluster.write_configs()?;
+        cluster.format()?;
+        for i in 0..cluster.nodes.len() {
+            cluster.spawn(i)?;
+        }
+        for i in 0..cluster.nodes.len() {
+            cluster.wait_ready(i)?;
+        }
+        Ok(cluster)
+    }
+
+    /// "host:port,..." of every node, as advertised.
+    pub fn bootstrap(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.advertised_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// "host:port,..." of every node's own listener (bypassing any proxy for bootstrapping).
+    pub fn direct_bootstrap(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The cluster's label.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its folder (configs, data, logs).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Its nodes.
+    pub fn nodes(&self) -> &[KafkaNode] {
+        &self.nodes
+    }
+
+    /// Node `i` (0-based).
+    pub fn node_mut(&mut self, i: usize) -> Option<&mut KafkaNode> {
+        self.nodes.get_mut(i)
+    }
+
+    /// The process ids of the running nodes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.child.as_ref().map(Child::id))
+            .collect()
+    }
+
+    /// Kills node `i` at once (SIGKILL), as a crash would.
+    pub fn kill_node(&mut self, i: usize) {
+        if let Some(mut c) = self.nodes.get_mut(i).and_then(|n| n.child.take()) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops node `i` cleanly (SIGTERM, then SIGKILL after 20 s).
+    pub fn stop_node(&mut self, i: usize) {
+        if let Some(mut c) = self.nodes.get_mut(i).and_then(|n| n.child.take()) {
+            terminate(&mut c, Duration::from_secs(20));
+        }
+    }
+
+    /// Starts node `i` again on the same ports and storage, and waits until it serves.
+    pub fn start_node(&mut self, i: usize) -> Result<()> {
+        self.spawn(i)?;
+        self.wait_ready(i)
+    }
+
+    /// The last `max` bytes of every node's log.
+    pub fn log_tail(&self, max: usize) -> String {
+        self.nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "--- {} node {} ---\n{}",
+                    self.name,
+                    n.id,
+                    file_tail(&n.log, max)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn write_configs(&self) -> Result<()> {
+        let voters = self
+            .nodes
+            .iter()
+            .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let rf = self.nodes.len().min(3);
+        let log4j = self.dir.join("log4j2.yaml");
+        fs::write(&log4j, LOG4J).map_err(Error::from)?;
+        for n in &self.nodes {
+            let mut props = vec![
+                ("process.roles".to_string(), "broker,controller".to_string()),
+                ("node.id".into(), n.id.to_string()),
+                ("controller.quorum.voters".into(), voters.clone()),
+                (
+                    "listeners".into(),
+                    format!(
+                        "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+                        n.port, n.controller_port
+                    ),
+                ),
+                (
+                    "advertised.listeners".into(),
+                    format!("PLAINTEXT://127.0.0.1:{}", n.advertised_port),
+                ),
+                ("controller.listener.names".into(), "CONTROLLER".into()),
+                ("inter.broker.listener.name".into(), "PLAINTEXT".into()),
+                (
+                    "listener.security.protocol.map".into(),
+                    "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
+                ),
+                (
+                    "log.dirs".into(),
+                    self.dir.join(format!("data{}", n.id)).display().to_string(),
+                ),
+                ("num.partitions".into(), "1".into()),
+                ("default.replication.factor".into(), rf.to_string()),
+                ("min.insync.replicas".into(), "1".into()),
+                ("offsets.topic.replication.factor".into(), rf.to_string()),
+                ("offsets.topic.num.partitions".into(), "4".into()),
+                (
+                    "transaction.state.log.replication.factor".into(),
+                    rf.to_string(),
+                ),
+                ("transaction.state.log.min.isr".into(), "1".into()),
+                ("transaction.state.log.num.partitions".into(), "4".into()),
+                (
+                    "share.coordinator.state.topic.replication.factor".into(),
+                    rf.to_string(),
+                ),
+                ("share.coordinator.state.topic.min.isr".into(), "1".into()),
+                ("group.initial.rebalance.delay.ms".into(), "0".into()),
+                ("num.network.threads".into(), "2".into()),
+                ("num.io.threads".into(), "2".into()),
+                ("background.threads".into(), "2".into()),
+                ("log.cleaner.threads".into(), "1".into()),
+                ("num.recovery.threads.per.data.dir".into(), "1".into()),
+                ("num.replica.fetchers".into(), "1".into()),
+                ("log.segment.bytes".into(), (64 << 20).to_string()),
+                ("controlled.shutdown.enable".into(), "true".into()),
+            ];
+            for (k, v) in &self.opts.properties {
+                props.retain(|(pk, _)| pk != k);
+                props.push((k.clone(), v.clone()));
+            }
+            let text: String = props.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+            fs::write(&n.config, text).map_err(Error::from)?;
+        }
+        Ok(())
+    }
+
+    fn java_command(&self) -> Command {
+        let mut c = Command::new(java());
+        c.arg(format!("-Xmx{}", self.opts.heap))
+            .arg("-Xms64m")
+            .arg("-XX:+UseSerialGC")
+            .arg("-XX:CICompilerCount=2")
+            .arg("-Djava.awt.headless=true")
+            .arg(format!(
+                "-Dlog4j2.configurationFile={}",
+                self.dir.join("log4j2.yaml").display()
+            ));
+        if self.opts.quick_start {
+            c.arg("-XX:TieredStopAtLevel=1");
+        }
+        c.arg("-cp").arg(format!("{}/*", self.libs.display()));
+        c
+    }
+
+    fn format(&self) -> Result<()> {
+        let id = random_cluster_id();
+        for n in &self.nodes {
+            let out = self
+                .java_command()
+                .args(["kafka.tools.StorageTool", "format", "-t", &id, "-c"])
+                .arg(&n.config)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| {
+                    Error::invalid(format!("cannot run java for Kafka's storage tool: {e}"))
+                })?;
+            if !out.status.success() {
+                return Err(Error::invalid(format!(
+                    "Kafka cluster {}: formatting node {} failed: {}{}",
+                    self.name,
+                    n.id,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<()> {
+        let mut cmd = self.java_command();
+        let n = &self.nodes[i];
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&n.log)
+            .map_err(Error::from)?;
+        let err = log.try_clone().map_err(Error::from)?;
+        let child = cmd
+            .arg("kafka.Kafka")
+            .arg(&n.config)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| Error::invalid(format!("cannot start Kafka (java): {e}")))?;
+        self.nodes[i].child = Some(child);
+        Ok(())
+    }
+
+    fn wait_ready(&mut self, i: usize) -> Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let started_before = count_started(&self.nodes[i].log);
+        loop {
+            let n = &mut self.nodes[i];
+            if !n.is_running() {
+                return Err(Error::invalid(format!(
+                    "Kafka cluster {}, node {} exited while starting:\n{}",
+                    self.name,
+                    n.id,
+                    file_tail(&n.log, 4000)
+                )));
+            }
+            if count_started(&n.log) > started_before
+                && TcpStream::connect(("127.0.0.1", n.port)).is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::invalid(format!(
+                    "Kafka cluster {}, node {} did not start within {:?}:\n{}",
+                    self.name,
+                    n.id,
+                    START_TIMEOUT,
+                    file_tail(&n.log, 4000)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for KafkaCluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if std::env::var_os("STRAIT_KEEP_KAFKA").is_none() {
+            // Data goes; logs stay for a failed test to show.
+            for n in &self.nodes {
+                let _ = fs::remove_dir_all(self.dir.join(format!("data{}", n.id)));
+            }
+        }
+    }
+}
+
+/// SIGTERM, then SIGKILL if the process has not exited within `timeout`.
+fn terminate(c: &mut Child, timeout: Duration) {
+    if let Ok(pid) = i32::try_from(c.id()) {
+        // SAFETY: sending a signal to a child process we own.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+const STARTED: &str = "Kafka Server started";
+
+fn count_started(log: &Path) -> usize {
+    let mut text = String::new();
+    if let Ok(mut f) = File::open(log) {
+        let _ = f.read_to_string(&mut text);
+    }
+    text.matches(STARTED).count()
+}
+
+/// The last `max` bytes of a file, lossily decoded.
+pub fn file_tail(path: &Path, max: usize) -> String {
+    let mut buf = Vec::new();
+    if let Ok(mut f) = File::open(path) {
+        let _ = f.read_to_end(&mut buf);
+    }
+    let start = buf.len().saturating_sub(max);
+    String::from_utf8_lossy(&buf[start..]).into_owned()
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// A Kafka cluster id: 16 random bytes in URL-safe base64 without padding.
+fn random_cluster_id() -> String {
+    use base64::Engine;
+    use ring::rand::SecureRandom;
+    let mut b = [0u8; 16];
+    if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        b = t.to_le_bytes();
+    }
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+}
+
+/// Logging: warnings, plus the line that says a node is up.
+const LOG4J: &str = "Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: \"[%d] %p %m (%c)%n\"
+  Loggers:
+    Logger:
+      - name: kafka.server.KafkaRaftServer
+        level: INFO
+      - name: kafka.server.BrokerServer
+        level: INFO
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+";

@@ -1,0 +1,435 @@
+//! Taking up a partition: where writing continues on the target, under which producer
+//! identity, and whether everything after the stored position was written by strait.
+//!
+//! The stored progress may lag the target (it is written after acknowledgements, and another
+//! instance or an earlier run of this one may have written more since). Every batch that landed
+//! after it is read back: each must carry the partition's producer id and sit end to end with
+//! the previous one, and each must match, record count for record count, the next batch strait
+//! plans from the source. Only then are those records counted as replicated and the producer
+//! sequence continued after them. Anything else is a foreign write: the partition stops with a
+//! report naming the offsets, and no source record is counted as copied.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use super::{record_acked, Flow, PartState};
+use crate::client::{EARLIEST, LATEST};
+use crate::error::{Error, Result};
+use crate::forward::{Outgoing, PartitionPlanner};
+use crate::mirror::{offsets_mode, OffsetsMode};
+use crate::offsets::OffsetMap;
+use crate::protocol::error_code;
+use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, READ_UNCOMMITTED};
+use crate::records::{split, Entry};
+use crate::replicate::progress::{self, check_landed, Landed, LandedBatch, Progress, Writer};
+
+/// How a partition is taken up.
+enum Start {
+    /// Writing continues at the map's end under `writer`; `flushed` when the stored record
+    /// already says exactly this.
+    Continue {
+        map: OffsetMap,
+        writer: Writer,
+        flushed: bool,
+    },
+    /// Something other than strait wrote into the partition: it stays stopped.
+    Foreign {
+        map: OffsetMap,
+        writer: Writer,
+        why: String,
+    },
+}
+
+impl Flow {
+    /// The identity for a partition that has never been written: this instance's producer id
+    /// from InitProducerId, sequences from 0.
+    fn fresh_writer(&self) -> Result<Writer> {
+        let p = self
+            .producer
+            .ok_or_else(|| Error::invalid("no producer id from the target yet"))?;
+        Ok(Writer {
+            producer_id: p.id,
+            producer_epoch: p.epoch,
+            next_sequence: 0,
+        })
+    }
+
+    /// Works out where a partition resumes, from the stored progress and the target itself.
+    pub(super) async fn resume_partition(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+    ) -> Result<PartState> {
+        let key = progress::key(self.source.name(), topic, partition);
+        let stored = self.stored_progress.get(&key).cloned();
+        let target_end = self
+            .target
+            .list_offsets(remote, &[partition], LATEST)
+            .await?[0]
+            .1;
+        let tgt = self.target.name().to_string();
+        let ctx = |e: Error| e.cluster(&tgt).partition(remote, partition);
+        let start = match stored {
+            None if target_end == 0 => {
+                let from = self
+                    .source
+                    .list_offsets(topic, &[partition], EARLIEST)
+                    .await?[0]
+                    .1;
+                Start::Continue {
+                    map: OffsetMap::new(from, 0),
+                    writer: self.fresh_writer()?,
+                    flushed: false,
+                }
+            }
+            None => {
+                return Err(ctx(Error::invalid(format!(
+                    "refusing to replicate into it: the remote partition already holds {target_end} records that this flow did not write"
+                ))));
+            }
+            Some(s) if target_end < s.map.target_next() => {
+                return Err(ctx(Error::invalid(format!(
+                    "refusing to replicate into it: the remote partition ends at offset {target_end}, before the {} strait had written there",
+                    s.map.target_next()
+                ))));
+            }
+            Some(s) => match s.writer {
+                Some(writer) if target_end == s.map.target_next() => Start::Continue {
+                    map: s.map,
+                    writer,
+                    flushed: true,
+                },
+                Some(writer) => self
+                    .take_up_landed(topic, remote, partition, s.map, writer, target_end)
+                    .await
+                    .map_err(ctx)?,
+                None => self
+                    .take_up_counted(topic, partition, s.map, target_end)
+                    .await
+                    .map_err(ctx)?,
+            },
+        };
+        let (map, writer, flushed, failed) = match start {
+            Start::Continue {
+                map,
+                writer,
+                flushed,
+            } => (map, writer, flushed, None),
+            Start::Foreign { map, writer, why } => {
+                let msg = format!(
+                    "cluster {tgt}, topic {remote}, partition {partition}: {why}; partition stopped (strait cannot tell which source records those are; move or delete them, or replicate into a fresh topic)"
+                );
+                tracing::error!(flow = %self.name(), "{msg}");
+                self.obs.error(&self.name(), "foreign_write");
+                if self.mirror.is_some() {
+                    if let Err(e) = self.mark_diverged(topic, partition, msg.clone()).await {
+                        tracing::warn!(flow = %self.name(), %topic, partition, "cannot record the stop in the control topic: {e}");
+                    }
+                }
+                (map, writer, true, Some(msg))
+            }
+        };
+        let identical = match &self.mirror {
+            None => false,
+            Some(m) => {
+                let rec = m.view.records.get(topic);
+                if failed.is_none() {
+                    if let Some(why) = rec.and_then(|r| r.diverged.get(&partition)) {
+                        return Err(ctx(Error::invalid(format!(
+                            "mirror stopped earlier: {why}"
+                        ))));
+                    }
+                }
+                let mode = offsets_mode(&map, rec.is_some_and(|r| r.created_by_strait));
+                if mode != OffsetsMode::Identical {
+                    tracing::warn!(flow = %self.name(), %topic, partition, "cluster {tgt}, topic {topic}, partition {partition}: offsets are {mode}; consumer offsets are translated through the offset map");
+                }
+                mode == OffsetsMode::Identical
+            }
+        };
+        let source_next = map.source_next();
+        let producer = Some(crate::forward::ProducerIdentity {
+            id: writer.producer_id,
+            epoch: writer.producer_epoch,
+        });
+        Ok(PartState {
+            source_topic: topic.to_string(),
+            target_topic: remote.to_string(),
+            partition,
+            planner: PartitionPlanner::new(source_next, producer, writer.next_sequence),
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            in_flight: 0,
+            epoch: {
+                self.epoch_base += 1 << 32;
+                self.epoch_base
+            },
+            flushed: flushed.then(|| Progress::from(&map)),
+            map,
+            synced_delta: None,
+            records: 0,
+            bytes: 0,
+            source_end: source_next,
+            failed,
+            identical,
+            sequence_retries: 0,
+            writer,
+            heartbeats: self.policy.is_heartbeats_topic(topic),
+            connection: 0,
+        })
+    }
+
+    /// Reads back what landed after the stored position and continues after it if strait
+    /// wrote it (see the module documentation).
+    async fn take_up_landed(
+        &self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+        mut map: OffsetMap,
+        writer: Writer,
+        target_end: i64,
+    ) -> Result<Start> {
+        let from = map.target_next();
+        let landed = self
+            .landed_batches(remote, partition, from, target_end)
+            .await?;
+        let (batches, next) = match check_landed(writer, from, &landed) {
+            Landed::Own { batches, writer } => (batches, writer),
+            Landed::Foreign(why) => return Ok(Start::Foreign { map, writer, why }),
+        };
+        let before = map.source_next();
+        if let Err(why) = self
+            .pair_with_source(topic, partition, &mut map, &batches)
+            .await?
+        {
+            return Ok(Start::Foreign { map, writer, why });
+        }
+        tracing::info!(flow = %self.name(), %topic, partition, from = before, to = map.source_next(), batches = batches.len(), "found strait's own batches after the last progress record; continuing after them");
+        Ok(Start::Continue {
+            map,
+            writer: next,
+            flushed: false,
+        })
+    }
+
+    /// A progress record of an older version (no writer identity): the records after it are
+    /// counted as strait's, and writing continues under a fresh identity.
+    async fn take_up_counted(
+        &self,
+        topic: &str,
+        partition: i32,
+        mut map: OffsetMap,
+        target_end: i64,
+    ) -> Result<Start> {
+        let extra = target_end - map.target_next();
+        if extra > 0 {
+            let spans = vec![(map.target_next(), extra)];
+            // Counted as one run: the planned batches must fill exactly `extra` offsets.
+            if let Err(why) = self
+                .pair_counted(topic, partition, &mut map, spans[0])
+                .await?
+            {
+                return Ok(Start::Foreign {
+                    writer: self.fresh_writer()?,
+                    map,
+                    why,
+                });
+            }
+        }
+        Ok(Start::Continue {
+            map,
+            writer: self.fresh_writer()?,
+            flushed: extra == 0,
+        })
+    }
+
+    /// Headers of the batches of a target partition from offset `from` to `end`, read with
+    /// READ_UNCOMMITTED so that nothing written there is hidden.
+    async fn landed_batches(
+        &self,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        end: i64,
+    ) -> Result<Vec<LandedBatch>> {
+        let mut out = Vec::new();
+        let mut offset = from;
+        while offset < end {
+            let (leader, epoch) = self.target.leader(topic, partition).await?;
+            let spec = FetchPartitionSpec {
+                topic: topic.into(),
+                partition,
+                offset,
+                current_leader_epoch: epoch,
+                max_bytes: self.cfg.fetch_max_bytes,
+            };
+            let limits = FetchLimits {
+                max_wait_ms: 0,
+                max_bytes: self.cfg.fetch_max_bytes,
+                isolation_level: READ_UNCOMMITTED,
+                ..FetchLimits::default()
+            };
+            let resp = self.target.fetch(leader, &[spec], &limits).await?;
+            let p = resp
+                .partitions
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::invalid("empty fetch response"))?;
+            if p.error_code != error_code::NONE {
+                return Err(Error::broker(p.error_code, None).offset(offset));
+            }
+            let before = offset;
+            for entry in split(p.records.clone()) {
+                match entry {
+                    Ok(Entry::V2(b)) => {
+                        offset = offset.max(b.next_offset());
+                        out.push(LandedBatch {
+                            base_offset: b.base_offset(),
+                            last_offset: b.last_offset(),
+                            producer_id: b.producer_id(),
+                            producer_epoch: b.producer_epoch(),
+                            base_sequence: b.base_sequence(),
+                            control: b.is_control(),
+                        });
+                    }
+                    Ok(Entry::Legacy(raw)) => {
+                        let base = legacy_offset(&raw).unwrap_or(offset);
+                        out.push(LandedBatch {
+                            base_offset: base,
+                            last_offset: base,
+                            producer_id: -1,
+                            producer_epoch: -1,
+                            base_sequence: -1,
+                            control: false,
+                        });
+                        offset = offset.max(base + 1);
+                    }
+                    Err(e) => {
+                        return Err(
+                            Error::invalid(format!("unreadable batch on the target: {e}"))
+                                .offset(offset),
+                        )
+                    }
+                }
+            }
+            if offset == before {
+                return Err(Error::invalid(format!(
+                    "the target's log ends at {end} but a read at {offset} returned no batch"
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Plans the source from the map's end (without producing) and pairs each planned batch
+    /// with the next landed batch: same number of offsets, recorded in `map` at the landed
+    /// batch's offset. `Ok(Err(why))` when they do not pair up.
+    async fn pair_with_source(
+        &self,
+        topic: &str,
+        partition: i32,
+        map: &mut OffsetMap,
+        landed: &[(i64, i64)],
+    ) -> Result<std::result::Result<(), String>> {
+        let mut source = PlannedSource::new(map.source_next());
+        for &(base, span) in landed {
+            let Some(out) = source.next(self, topic, partition).await? else {
+                return Ok(Err(format!(
+                    "the target holds records at offsets {base}.. beyond what the source has after offset {}",
+                    map.source_next()
+                )));
+            };
+            let n = out.source.count();
+            if n != span {
+                return Ok(Err(format!(
+                    "the batch at target offsets {base}..{} ({span} records) does not match the source batch from offset {} ({n} records)",
+                    base + span,
+                    super::first_source_offset(&out)
+                )));
+            }
+            if let Err(e) = record_acked(map, &out, base) {
+                return Ok(Err(format!(
+                    "the batch at target offset {base} does not fit the offset map ({e})"
+                )));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Older progress records: plans source batches until `span.1` records are accounted for
+    /// from target offset `span.0`, end to end.
+    async fn pair_counted(
+        &self,
+        topic: &str,
+        partition: i32,
+        map: &mut OffsetMap,
+        span: (i64, i64),
+    ) -> Result<std::result::Result<(), String>> {
+        let mut source = PlannedSource::new(map.source_next());
+        let mut left = span.1;
+        while left > 0 {
+            let Some(out) = source.next(self, topic, partition).await? else {
+                return Ok(Err(format!(
+                    "the target holds {left} more records than the source has after offset {}",
+                    map.source_next()
+                )));
+            };
+            left -= out.source.count();
+            if left < 0 {
+                return Ok(Err(format!(
+                    "the target's extra records end inside the batch for source offsets {}..{}; it was not written by this flow",
+                    super::first_source_offset(&out),
+                    out.source_next
+                )));
+            }
+            let base = map.target_next();
+            if let Err(e) = record_acked(map, &out, base) {
+                return Ok(Err(format!(
+                    "the batch at target offset {base} does not fit the offset map ({e})"
+                )));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// The batches strait would write for a source partition from an offset, fetched as needed.
+struct PlannedSource {
+    planner: PartitionPlanner,
+    ready: VecDeque<Outgoing>,
+}
+
+impl PlannedSource {
+    fn new(from: i64) -> PlannedSource {
+        PlannedSource {
+            planner: PartitionPlanner::new(from, None, 0),
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// The next planned batch; `None` when the source has nothing more.
+    async fn next(&mut self, flow: &Flow, topic: &str, partition: i32) -> Result<Option<Outgoing>> {
+        while self.ready.is_empty() {
+            let before = self.planner.next_offset();
+            let p = flow.fetch_one(topic, partition, before).await?;
+            let plan = self
+                .planner
+                .plan(&p)
+                .map_err(|e| Error::from(e).partition(topic, partition).offset(before))?;
+            self.ready.extend(plan.outgoing);
+            if self.ready.is_empty() && plan.next_offset == before {
+                return Ok(None);
+            }
+        }
+        Ok(self.ready.pop_front())
+    }
+}
+
+/// The offset of a legacy (magic 0/1) message set entry.
+fn legacy_offset(raw: &Bytes) -> Option<i64> {
+    let b: [u8; 8] = raw.get(..8)?.try_into().ok()?;
+    Some(i64::from_be_bytes(b))
+}

@@ -1,0 +1,291 @@
+//! Exactly once while partitions change hands, on Apache Kafka: a partition that comes back to
+//! an instance that had it before, an outage of the target longer than the group session, and
+//! the requests of a replaced instance delivered after its successor took over. Every record is
+//! checked with rdkafka, partition by partition, against the source; the proxy in front of the
+//! target checks every Produce request against Kafka's rules.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::data::watermarks;
+use support::kafka::{start_kafka, start_kafka_behind_proxy, KafkaCluster};
+use support::{
+    consume_all, create_topic, produce_records, topic_name, Codec, StraitRun, TestRecord,
+};
+
+const TOPIC: &str = "events";
+const REMOTE: &str = "a.events";
+
+fn write_config(dir: &Path, a: &KafkaCluster, b: &str, group: &str) -> PathBuf {
+    let config = dir.join("strait.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "instance_group = \"{group}\"\n\
+             [clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{b}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{TOPIC}\"]\n\
+             refresh_topics_interval_secs = 2\n",
+            a.bootstrap()
+        ),
+    )
+    .expect("write config");
+    config
+}
+
+fn instance(config: &Path, log: PathBuf) -> StraitRun {
+    StraitRun::start_with(config, &log, "info,strait=debug")
+}
+
+/// Members of the group and how many partitions of `events` each runs (`strait members`).
+fn members(config: &Path) -> BTreeMap<String, usize> {
+    let out = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["members", "--units", "--config"])
+        .arg(config)
+        .output()
+        .expect("strait members");
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() >= 3 && f[2].starts_with("p|a->b|events|") {
+            *m.entry(f[1].to_string()).or_default() += 1;
+        }
+    }
+    m
+}
+
+fn wait_for_members(config: &Path, n: usize, partitions: usize, runs: &[&StraitRun]) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let m = members(config);
+        if m.len() == n && m.values().sum::<usize>() == partitions {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out waiting for {n} members: {m:?}\n{}", logs(runs));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn logs(runs: &[&StraitRun]) -> String {
+    runs.iter()
+        .map(|r| r.log())
+        .collect::<Vec<_>>()
+        .join("\n-----\n")
+}
+
+/// Produces `n` records spread over `partitions`, numbered from `from`.
+fn produce(bootstrap: &str, from: usize, n: usize, partitions: i32) -> usize {
+    let records: Vec<TestRecord> = (from..from + n)
+        .map(|i| TestRecord {
+            partition: Some((i % partitions as usize) as i32),
+            ..TestRecord::kv(format!("k{i}"), format!("seq-{i}"))
+        })
+        .collect();
+    produce_records(bootstrap, TOPIC, &records, Codec::Lz4);
+    from + n
+}
+
+/// Waits until every partition of the remote topic ends where the source's does.
+fn wait_caught_up(a: &KafkaCluster, b_direct: &str, timeout: Duration, runs: &[&StraitRun]) {
+    let source = watermarks(&a.bootstrap(), TOPIC);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let target = watermarks(b_direct, REMOTE);
+        if target == source {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "the target never caught up: {target:?} vs source {source:?}\n{}",
+                logs(runs)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Every source record exactly once on the target, in order, partition by partition.
+fn assert_exactly_once(a: &KafkaCluster, b_direct: &str, total: usize) {
+    let by_partition = |v: &[support::OwnedRecord]| {
+        let mut m: BTreeMap<i32, Vec<Vec<u8>>> = BTreeMap::new();
+        for r in v {
+            m.entry(r.partition)
+                .or_default()
+                .push(r.value.clone().unwrap_or_default());
+        }
+        m
+    };
+    let on_a = by_partition(&consume_all(
+        &a.bootstrap(),
+        TOPIC,
+        total,
+        Duration::from_secs(60),
+    ));
+    let on_b = by_partition(&consume_all(
+        b_direct,
+        REMOTE,
+        total,
+        Duration::from_secs(60),
+    ));
+    assert_eq!(on_a.values().map(Vec::len).sum::<usize>(), total);
+    for (p, src) in &on_a {
+        let dst = on_b.get(p).cloned().unwrap_or_default();
+        let dup = dst.len().saturating_sub(src.len());
+        let lost = src.len().saturating_sub(dst.len());
+        assert!(
+            *src == dst,
+            "partition {p}: {} records on the source, {} on the target (lost {lost}, duplicated {dup}, or out of order)",
+            src.len(),
+            dst.len()
+        );
+    }
+    // No record beyond them either (a duplicate past the count consume_all waited for).
+    let src_marks = watermarks(&a.bootstrap(), TOPIC);
+    assert_eq!(watermarks(b_direct, REMOTE), src_marks, "log ends");
+}
+
+fn assert_never_stopped(runs: &[&StraitRun]) {
+    for r in runs {
+        let log = r.log();
+        assert!(
+            !log.contains("partition stopped"),
+            "a partition stopped:\n{log}"
+        );
+    }
+}
+
+/// Issue 16.1: partitions go back to an instance that ran them before (after a SIGTERM, after a
+/// kill -9 and the session timeout, and after the target was unreachable for longer than the
+/// session): each time they resume where the target ends, and nothing stops.
+#[test]
+fn partitions_return_to_an_earlier_owner_and_survive_a_long_target_outage() {
+    const PARTITIONS: i32 = 4;
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let dir = std::env::temp_dir().join(topic_name("handover-back"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(&dir, &a, &b.bootstrap(), &topic_name("g"));
+    let b_direct = b.direct_bootstrap();
+    create_topic(&a.bootstrap(), TOPIC, PARTITIONS);
+    let mut total = produce(&a.bootstrap(), 0, 400, PARTITIONS);
+
+    let s1 = instance(&config, dir.join("s1.log"));
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1]);
+
+    // A second instance joins and takes half; it stops (SIGTERM): its partitions go back to s1.
+    let mut s2 = instance(&config, dir.join("s2.log"));
+    wait_for_members(&config, 2, PARTITIONS as usize, &[&s1, &s2]);
+    total = produce(&a.bootstrap(), total, 400, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1, &s2]);
+    assert!(
+        s2.terminate(Duration::from_secs(30)),
+        "clean stop\n{}",
+        s2.log()
+    );
+    wait_for_members(&config, 1, PARTITIONS as usize, &[&s1]);
+    total = produce(&a.bootstrap(), total, 400, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1, &s2]);
+
+    // Again, and this time the second instance is killed: s1 takes its partitions back after
+    // the session timeout.
+    let mut s3 = instance(&config, dir.join("s3.log"));
+    wait_for_members(&config, 2, PARTITIONS as usize, &[&s1, &s3]);
+    total = produce(&a.bootstrap(), total, 400, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1, &s3]);
+    s3.kill9();
+    total = produce(&a.bootstrap(), total, 400, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(90), &[&s1, &s3]);
+
+    // The target unreachable for longer than the session timeout while the source moves on.
+    proxy.update_faults(|f| f.refuse_connections = true);
+    proxy.drop_connections_now();
+    total = produce(&a.bootstrap(), total, 400, PARTITIONS);
+    std::thread::sleep(Duration::from_secs(16));
+    proxy.update_faults(|f| f.refuse_connections = false);
+    total = produce(&a.bootstrap(), total, 400, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(90), &[&s1]);
+    assert!(
+        s1.log().contains("group membership lost"),
+        "the outage was longer than the session: {}",
+        s1.log()
+    );
+
+    assert_exactly_once(&a, &b_direct, total);
+    assert_never_stopped(&[&s1, &s2, &s3]);
+    drop(s1);
+    proxy.assert_clean();
+}
+
+/// Issue 16.2: an instance's Produce requests are held by the network; it loses the group, is
+/// killed, another instance takes over and writes; then the held requests reach the broker.
+/// The broker's idempotence refuses or de-duplicates every one of them.
+#[test]
+fn late_requests_of_a_replaced_instance_land_nothing_twice() {
+    const PARTITIONS: i32 = 5;
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let dir = std::env::temp_dir().join(topic_name("handover-late"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(&dir, &a, &b.bootstrap(), &topic_name("g"));
+    let b_direct = b.direct_bootstrap();
+    create_topic(&a.bootstrap(), TOPIC, PARTITIONS);
+    produce(&a.bootstrap(), 0, 500, PARTITIONS);
+    let mut s1 = instance(&config, dir.join("s1.log"));
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1]);
+
+    // Production goes on in the background throughout.
+    let stop = Arc::new(AtomicBool::new(false));
+    let produced = Arc::new(AtomicUsize::new(500));
+    let producer = {
+        let (stop, produced, bootstrap) = (stop.clone(), produced.clone(), a.bootstrap());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let from = produced.load(Ordering::Relaxed);
+                produced.store(
+                    produce(&bootstrap, from, 100, PARTITIONS),
+                    Ordering::Relaxed,
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+
+    // Every connection s1 has to the target is held (its requests delivered 20 s from now), and
+    // new connections are refused until the group has dropped s1.
+    let held_until = Instant::now() + Duration::from_secs(20);
+    let accepted = proxy.connections_accepted();
+    proxy.update_faults(|f| {
+        f.hold_existing(accepted, held_until);
+        f.refuse_connections = true;
+    });
+    std::thread::sleep(Duration::from_secs(12));
+    s1.kill9();
+    proxy.update_faults(|f| f.refuse_connections = false);
+    let s2 = instance(&config, dir.join("s2.log"));
+    wait_for_members(&config, 1, PARTITIONS as usize, &[&s2]);
+
+    // The held requests reach the broker while s2 writes.
+    while Instant::now() < held_until + Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    producer.join().expect("producer");
+    let total = produced.load(Ordering::Relaxed);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(90), &[&s1, &s2]);
+    let late = proxy.held_produce_requests();
+    assert!(late > 0, "the test held no Produce request of s1");
+    eprintln!("{late} Produce requests of s1 were delivered late");
+    assert_exactly_once(&a, &b_direct, total);
+    assert_never_stopped(&[&s2]);
+    drop(s2);
+    proxy.assert_clean();
+}
