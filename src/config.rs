@@ -1118,7 +1118,15 @@ fn toml_syntax_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError
         }
         None => file.to_string(),
     };
-    ConfigError::new(&origin, "TOML syntax", e.message().trim().to_string())
+    // One line: the parser's message can span several.
+    let message = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    ConfigError::new(&origin, "TOML syntax", message)
 }
 
 fn wrong_type(file: &str, path: &str, v: &toml::Value, expected: &str) -> ConfigError {
@@ -3585,6 +3593,8 @@ replication_factor = 3
     fn toml_syntax_error_names_the_line() {
         let e = parse_toml("[clusters.a]\nbootstrap_servers = \n", "x.toml").unwrap_err();
         assert!(e.origin.starts_with("x.toml:2:"), "{e}");
+        let e = parse_toml("x = [\n", "x.toml").unwrap_err();
+        assert!(!e.to_string().contains('\n'), "one line: {e}");
         assert_eq!(e.key, "TOML syntax");
         let e = toml_err("[[flows]]\nsource = 1\n");
         check(

@@ -162,6 +162,11 @@ pub fn bearer_token_matches(authorization: Option<&str>, token: &Secret) -> bool
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),
         _ => return false,
     };
+    token_matches(presented, token)
+}
+
+/// Whether `presented` is the token, compared in constant time.
+pub fn token_matches(presented: &str, token: &Secret) -> bool {
     let a = ring::digest::digest(&ring::digest::SHA256, presented.as_bytes());
     let b = ring::digest::digest(&ring::digest::SHA256, token.expose().as_bytes());
     crate::sasl::scram::constant_time_eq(a.as_ref(), b.as_ref())

@@ -289,3 +289,42 @@ fn late_requests_of_a_replaced_instance_land_nothing_twice() {
     drop(s2);
     proxy.assert_clean();
 }
+
+/// A partition idle for longer than the target keeps producer state (`producer.id.expiration.ms`,
+/// a day by default, seconds here): the broker forgot strait's producer id, and writing goes
+/// on under the same identity, both in the running process and after a restart.
+#[test]
+fn writing_continues_after_the_target_forgot_the_producer() {
+    const PARTITIONS: i32 = 2;
+    let a = start_kafka("a");
+    let mut opts = support::kafka::KafkaOptions::new("b");
+    opts.properties = vec![
+        ("producer.id.expiration.ms".into(), "2000".into()),
+        (
+            "producer.id.expiration.check.interval.ms".into(),
+            "500".into(),
+        ),
+    ];
+    let (b, proxy) =
+        support::kafka::start_kafka_behind_proxy_with(opts, support::ProxyConfig::default());
+    let dir = std::env::temp_dir().join(topic_name("handover-expiry"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(&dir, &a, &b.bootstrap(), &topic_name("g"));
+    let b_direct = b.direct_bootstrap();
+    create_topic(&a.bootstrap(), TOPIC, PARTITIONS);
+    let mut total = produce(&a.bootstrap(), 0, 200, PARTITIONS);
+    let mut s1 = instance(&config, dir.join("s1.log"));
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1]);
+    std::thread::sleep(Duration::from_secs(6));
+    total = produce(&a.bootstrap(), total, 200, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1]);
+    assert!(s1.terminate(Duration::from_secs(30)), "{}", s1.log());
+    std::thread::sleep(Duration::from_secs(6));
+    let s2 = instance(&config, dir.join("s2.log"));
+    total = produce(&a.bootstrap(), total, 200, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s2]);
+    assert_exactly_once(&a, &b_direct, total);
+    assert_never_stopped(&[&s1, &s2]);
+    drop(s2);
+    proxy.assert_clean();
+}

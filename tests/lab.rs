@@ -397,7 +397,9 @@ fn kill_9_in_a_backlog_then_restart_gives_every_record_exactly_once() {
         let value = stored
             .get(format!("a|{topic}|{p}").as_bytes())
             .expect("progress record");
-        let map = strait::offsets::OffsetMap::decode(value).expect("offset map");
+        let map = strait::replicate::progress::decode(value)
+            .expect("progress record")
+            .map;
         assert_eq!(
             (map.source_next(), map.target_next()),
             (*end, *end),

@@ -606,10 +606,13 @@ async fn configure(
             return Ok(format!("{summary}\napplied by the running strait run\n"));
         }
         if tokio::time::Instant::now() >= deadline {
-            return Ok(format!(
-                "{summary}\nstored in cluster {}; no running strait run applied it within {timeout} s (it is applied when one starts)\n",
+            // Like pause and promote: not applied in time is a failure (exit code 1); the
+            // change stays stored and is applied when an instance runs.
+            return Err(Error::invalid(format!(
+                "{}: not applied after {timeout} s: no running `strait run` took it yet; it is stored in cluster {} and applied when one runs",
+                summary.lines().next().unwrap_or("link settings"),
                 f.target
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

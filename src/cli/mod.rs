@@ -75,8 +75,11 @@ pub enum Command {
 pub fn init_logging(format: LogFormat, filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colours only on a terminal: a log file or a collector gets plain text.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(terminal)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Human => builder.init(),

@@ -10,6 +10,11 @@ pub struct RunArgs {
     /// Configuration file: strait TOML or a MirrorMaker 2 `mm2.properties`.
     #[arg(long)]
     pub config: PathBuf,
+    /// Serve the status page, `/metrics` and the REST API on this `host:port` instead of the
+    /// configuration's `http` address (port 0 picks a free port; the address is logged). Lets
+    /// several instances with one configuration run on one machine.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }
 
 /// Waits for SIGINT or SIGTERM.
@@ -37,7 +42,20 @@ async fn stop_signal() {
 
 /// Runs the flows; returns when they stopped cleanly after a signal.
 pub async fn run(args: &RunArgs) -> Result<String> {
-    let config = strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
+    let mut config =
+        strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
+    if let Some(addr) = &args.http {
+        let loopback = strait::config::is_loopback_listen(addr);
+        match config.http.as_mut() {
+            Some(h) if loopback || h.allow_remote => h.addr = addr.clone(),
+            None if loopback => config.http = Some(strait::config::HttpSettings::new(addr)),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "--http {addr}: not a loopback address; set `allow_remote = true` in the configuration's [http] to serve on other interfaces"
+                )))
+            }
+        }
+    }
     for u in &config.unsupported {
         tracing::warn!("{}: not supported, ignored: {u}", config.origin);
     }

@@ -299,6 +299,9 @@ impl Connection {
                 .roundtrip(|id, client| api_versions::encode_request(id, client, version))
                 .await
                 .map_err(|e| match e.kind {
+                    _ if e.kind.to_string().contains(SPEAKS_TLS) => {
+                        Error::new(ErrorKind::Tls(SPEAKS_TLS.to_string()))
+                    }
                     ErrorKind::Closed(_) | ErrorKind::Wire(_) | ErrorKind::Timeout(..) => {
                         Error::new(ErrorKind::Protocol(format!(
                             "no Kafka ApiVersions answer ({}); is this a Kafka listener?",
@@ -591,6 +594,16 @@ async fn read_loop(mut r: ReadHalf, pending: Pending, broken: Arc<AtomicBool>, m
 /// read into place once); larger ones, up to the cap, grow with the bytes that actually arrive.
 const PREALLOCATE_UP_TO: usize = 64 * 1024 * 1024;
 
+/// What a plaintext client says when the broker answers with TLS.
+const SPEAKS_TLS: &str =
+    "this listener speaks TLS: set security_protocol = SSL or SASL_SSL for this cluster";
+
+/// Whether the first bytes of an answer are a TLS record (an alert or a handshake, TLS 1.x)
+/// rather than a Kafka frame size: a plaintext client connected to a TLS listener.
+pub fn looks_like_tls(first: [u8; 4]) -> bool {
+    matches!(first[0], 0x15 | 0x16) && first[1] == 0x03 && first[2] <= 0x04
+}
+
 /// Reads one frame. The declared size is checked against the cap before anything is allocated.
 async fn read_frame<R: AsyncRead + Unpin + ?Sized>(r: &mut R, max: usize) -> Result<Bytes, String> {
     let mut len = [0u8; 4];
@@ -598,6 +611,9 @@ async fn read_frame<R: AsyncRead + Unpin + ?Sized>(r: &mut R, max: usize) -> Res
         std::io::ErrorKind::UnexpectedEof => "closed by the broker".to_string(),
         _ => e.to_string(),
     })?;
+    if looks_like_tls(len) {
+        return Err(SPEAKS_TLS.to_string());
+    }
     let size = check_frame_size(i32::from_be_bytes(len), max).map_err(|e| e.to_string())?;
     let mut buf = BytesMut::with_capacity(if size <= PREALLOCATE_UP_TO {
         size
@@ -622,4 +638,19 @@ async fn read_frame<R: AsyncRead + Unpin + ?Sized>(r: &mut R, max: usize) -> Res
         }
     }
     Ok(buf.freeze())
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::looks_like_tls;
+
+    #[test]
+    fn tls_records_are_recognised() {
+        // A TLS alert a TLS listener sends to a plaintext ApiVersions request: read as a Kafka
+        // frame size it would be 352518912.
+        assert!(looks_like_tls([0x15, 0x03, 0x01, 0x00]));
+        assert!(looks_like_tls([0x16, 0x03, 0x03, 0x00]));
+        assert!(!looks_like_tls([0x00, 0x00, 0x01, 0x00]));
+        assert!(!looks_like_tls(352u32.to_be_bytes()));
+    }
 }

@@ -25,10 +25,14 @@ use crate::replicate::store::now_ms;
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
 /// Largest number of headers accepted.
 pub const MAX_HEADERS: usize = 64;
-/// Time allowed to send the request head, and again to take the answer.
+/// Time allowed to send the request head (a slow or idle client is dropped after it).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time allowed to take the answer.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections served at once; more wait to be accepted.
+/// Connections served at once; a connection beyond them is answered 503 and closed at once.
 pub const MAX_CONNECTIONS: usize = 64;
+/// The cookie that carries the status page's token after a `?token=` visit.
+pub const TOKEN_COOKIE: &str = "strait_token";
 
 /// The status page.
 pub const PAGE: &str = include_str!("page.html");
@@ -154,6 +158,7 @@ pub struct Response {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        303 => "See Other",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",
@@ -346,8 +351,8 @@ impl Server {
     }
 
     /// Serves one request on `stream` and closes it. A malformed or oversized request gets
-    /// 400/413; a client that does not send its request head within [`READ_TIMEOUT`], or does
-    /// not take the answer within as long, is dropped.
+    /// 400/413; a client that does not send its request head within [`HEAD_TIMEOUT`], or does
+    /// not take the answer within [`READ_TIMEOUT`], is dropped.
     pub async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(&self, mut stream: S) {
         let mut buf = Vec::with_capacity(1024);
         let mut chunk = [0u8; 4096];
@@ -370,7 +375,7 @@ impl Server {
                 }
             }
         };
-        let Ok(Some(response)) = tokio::time::timeout(READ_TIMEOUT, read).await else {
+        let Ok(Some(response)) = tokio::time::timeout(HEAD_TIMEOUT, read).await else {
             return;
         };
         let write = async {
@@ -402,13 +407,24 @@ impl Server {
     {
         let wrap = Arc::new(wrap);
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-        let mut tick = tokio::time::interval(Duration::from_millis(SAMPLE_EVERY_MS as u64));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The charts' samples are taken by a task of their own: a busy or stalled server never
+        // delays them.
+        let sampler = {
+            let me = self.clone();
+            let mut shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(SAMPLE_EVERY_MS as u64));
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => me.observer.sample(&me.statuses(), now_ms()),
+                        _ = shutdown.changed() => return,
+                    }
+                }
+            })
+        };
         loop {
             tokio::select! {
-                _ = tick.tick() => {
-                    self.observer.sample(&self.statuses(), now_ms());
-                }
                 accepted = listener.accept() => {
                     let (stream, peer) = match accepted {
                         Ok(a) => a,
@@ -418,14 +434,18 @@ impl Server {
                             continue;
                         }
                     };
-                    let Ok(permit) = slots.clone().acquire_owned().await else {
-                        return;
+                    // Accepting never waits for a slot: past the limit, a short 503 is
+                    // written if the socket takes it, and the connection closed.
+                    let Ok(permit) = slots.clone().try_acquire_owned() else {
+                        tracing::debug!(%peer, "status server: {MAX_CONNECTIONS} connections busy; refused");
+                        let _ = stream.try_write(BUSY);
+                        continue;
                     };
                     let me = self.clone();
                     let wrap = wrap.clone();
                     tokio::spawn(async move {
                         tracing::trace!(%peer, "status server: connection");
-                        match tokio::time::timeout(READ_TIMEOUT, wrap(stream)).await {
+                        match tokio::time::timeout(HEAD_TIMEOUT, wrap(stream)).await {
                             Ok(Ok(s)) => me.serve_connection(s).await,
                             Ok(Err(e)) => tracing::debug!(%peer, "status server: {e}"),
                             Err(_) => tracing::debug!(%peer, "status server: stream setup timed out"),
@@ -433,10 +453,65 @@ impl Server {
                         drop(permit);
                     });
                 }
-                _ = shutdown.changed() => return,
+                _ = shutdown.changed() => break,
             }
         }
+        sampler.abort();
     }
+}
+
+/// The answer to a connection beyond [`MAX_CONNECTIONS`].
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n";
+
+/// A gate for every request but `/health` (the liveness probe): the token as
+/// `Authorization: Bearer TOKEN`, or in the [`TOKEN_COOKIE`] cookie. A browser opens the page
+/// once as `/?token=TOKEN`: the answer sets the cookie (HttpOnly, SameSite=Strict) and
+/// redirects to `/`, so the page's own requests carry it.
+pub fn token_gate(token: crate::secret::Secret) -> Authorize {
+    Arc::new(move |req: &Request| {
+        if req.path == "/health" {
+            return Ok(());
+        }
+        if crate::tls::bearer_token_matches(req.header("authorization"), &token) {
+            return Ok(());
+        }
+        let cookie = req.header("cookie").and_then(|c| {
+            c.split(';')
+                .filter_map(|kv| kv.trim().split_once('='))
+                .find(|(k, _)| *k == TOKEN_COOKIE)
+                .map(|(_, v)| v.to_string())
+        });
+        if cookie.is_some_and(|v| crate::tls::token_matches(&v, &token)) {
+            return Ok(());
+        }
+        let from_query = req
+            .query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == "token")
+            .and_then(|(_, v)| percent_decode(v));
+        if let Some(v) = from_query {
+            if crate::tls::token_matches(&v, &token) {
+                let mut r = Response::error(303, "token accepted");
+                let safe = req.path.bytes().all(|c| c.is_ascii_graphic());
+                let location = if safe {
+                    req.path.clone()
+                } else {
+                    "/".to_string()
+                };
+                r.headers.push(("Location", location));
+                r.headers.push((
+                    "Set-Cookie",
+                    format!("{TOKEN_COOKIE}={v}; Path=/; HttpOnly; SameSite=Strict"),
+                ));
+                return Err(r);
+            }
+        }
+        Err(Response::error(
+            401,
+            "a token is required: Authorization: Bearer TOKEN, or open the page once as /?token=TOKEN",
+        ))
+    })
 }
 
 /// Binds the listen address `addr` (`host:port`) for the status server.
@@ -660,5 +735,126 @@ mod tests {
         client.read_to_end(&mut out).await.unwrap();
         task.await.unwrap();
         assert!(String::from_utf8(out).unwrap().starts_with("HTTP/1.1 400 "));
+    }
+
+    #[test]
+    fn a_stopped_partition_is_not_ready() {
+        let (s, tx) = server();
+        s.observer
+            .connected("a->b", super::super::Side::Source, true);
+        s.observer
+            .connected("a->b", super::super::Side::Target, true);
+        assert_eq!(get(&s, "/ready").0, 200);
+        tx.send_modify(|st| st.partitions[0].failed = Some("foreign write at 10".into()));
+        let (code, body) = get(&s, "/ready");
+        assert_eq!(code, 503, "{body}");
+        assert!(body.contains("\"stopped_partitions\""), "{body}");
+        assert!(body.contains("foreign write at 10"), "{body}");
+        assert!(get(&s, "/api/status").1.contains("\"ready\": false"));
+    }
+
+    fn req_with(path: &str, query: &str, headers: &[(&str, &str)]) -> Request {
+        Request {
+            method: "GET".into(),
+            path: path.into(),
+            query: query.into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_token_gate_lets_probes_and_browsers_in() {
+        let (s, _tx) = server();
+        let s = s.with_authorize(token_gate(crate::secret::Secret::literal("s3cret")));
+        assert_eq!(s.route(&req_with("/health", "", &[])).status, 200);
+        assert_eq!(s.route(&req_with("/", "", &[])).status, 401);
+        assert_eq!(s.route(&req_with("/api/status", "", &[])).status, 401);
+        assert_eq!(
+            s.route(&req_with(
+                "/api/status",
+                "",
+                &[("authorization", "Bearer s3cret")]
+            ))
+            .status,
+            200
+        );
+        assert_eq!(s.route(&req_with("/", "token=wrong", &[])).status, 401);
+        let r = s.route(&req_with("/", "token=s3cret", &[]));
+        assert_eq!(r.status, 303);
+        let cookie = r
+            .headers
+            .iter()
+            .find(|(k, _)| *k == "Set-Cookie")
+            .map(|(_, v)| v.clone())
+            .unwrap();
+        assert!(cookie.starts_with("strait_token=s3cret;"), "{cookie}");
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        assert!(r.headers.iter().any(|(k, v)| *k == "Location" && v == "/"));
+        let with_cookie = [("cookie", "a=b; strait_token=s3cret")];
+        assert_eq!(
+            s.route(&req_with("/api/status", "", &with_cookie)).status,
+            200
+        );
+        assert_eq!(
+            s.route(&req_with(
+                "/api/status",
+                "",
+                &[("cookie", "strait_token=nope")]
+            ))
+            .status,
+            401
+        );
+    }
+
+    /// Idle and half-sent connections beyond the limit neither delay `/health` nor stop the
+    /// chart samples.
+    #[tokio::test]
+    async fn idle_connections_cannot_starve_the_server() {
+        let (s, _tx) = server();
+        let observer = s.observer.clone();
+        let (listener, addr) = bind("127.0.0.1:0").unwrap();
+        let (stop, shutdown) = watch::channel(false);
+        let task = tokio::spawn(Arc::new(s).run(listener, shutdown));
+        let mut idle = Vec::new();
+        for i in 0..(MAX_CONNECTIONS * 3) {
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+            if i % 2 == 0 {
+                c.write_all(b"GET /health HTTP/1.1\r\nHost:").await.unwrap();
+            }
+            idle.push(c);
+        }
+        let addr_s = addr.to_string();
+        let started = std::time::Instant::now();
+        let (code, _) = loop {
+            match super::super::client::get(&addr_s, "/health", Duration::from_secs(5)).await {
+                Ok(r) => break r,
+                // Refused while the slots are full: a quick answer, try again.
+                Err(_) if started.elapsed() < Duration::from_secs(4) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await
+                }
+                Err(e) => panic!("no answer: {e}"),
+            }
+        };
+        assert!(code == 200 || code == 503, "answered {code}");
+        assert!(
+            started.elapsed() < HEAD_TIMEOUT + Duration::from_secs(2),
+            "took {:?}",
+            started.elapsed()
+        );
+        // After the idle ones were dropped for their head timeout, it answers 200.
+        tokio::time::sleep(HEAD_TIMEOUT + Duration::from_millis(500)).await;
+        let (code, _) = super::super::client::get(&addr_s, "/health", Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(code, 200);
+        let before = observer.series_len("a->b");
+        tokio::time::sleep(Duration::from_millis(SAMPLE_EVERY_MS as u64 + 500)).await;
+        assert!(observer.series_len("a->b") > before, "samples go on");
+        drop(idle);
+        stop.send(true).unwrap();
+        task.await.unwrap();
     }
 }

@@ -392,6 +392,12 @@ impl Observer {
         });
     }
 
+    /// How many samples a flow's series holds (tests).
+    #[cfg(test)]
+    pub(crate) fn series_len(&self, flow: &str) -> usize {
+        self.facts(|f| f.get(flow).map_or(0, |x| x.series.samples().count()))
+    }
+
     /// Takes one sample of every flow's series from their statuses.
     pub fn sample(&self, statuses: &[FlowStatus], now_ms: i64) {
         self.facts(|f| {

@@ -269,16 +269,7 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
         Some(((listener, local), tls, token)) => {
             let mut server = observe::http::Server::new(observer.clone(), status.clone());
             if let Some(token) = token {
-                server = server.with_authorize(Arc::new(move |req: &observe::http::Request| {
-                    if crate::tls::bearer_token_matches(req.header("authorization"), &token) {
-                        Ok(())
-                    } else {
-                        Err(observe::http::Response::error(
-                            401,
-                            "a bearer token is required (Authorization: Bearer ...)",
-                        ))
-                    }
-                }));
+                server = server.with_authorize(observe::http::token_gate(token));
             }
             let server = Arc::new(server);
             let scheme = match tls {

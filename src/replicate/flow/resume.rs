@@ -226,12 +226,9 @@ impl Flow {
     ) -> Result<Start> {
         let extra = target_end - map.target_next();
         if extra > 0 {
-            let spans = vec![(map.target_next(), extra)];
             // Counted as one run: the planned batches must fill exactly `extra` offsets.
-            if let Err(why) = self
-                .pair_counted(topic, partition, &mut map, spans[0])
-                .await?
-            {
+            let span = (map.target_next(), extra);
+            if let Err(why) = self.pair_counted(topic, partition, &mut map, span).await? {
                 return Ok(Start::Foreign {
                     writer: self.fresh_writer()?,
                     map,
