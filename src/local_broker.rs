@@ -1,5 +1,6 @@
-//! Local nisshi brokers started as child processes (for `strait demo` and `strait bench`):
-//! in-memory storage on a free loopback port, stopped when dropped.
+//! Local brokers started as child processes for `strait demo` and `strait bench`: an Apache
+//! Kafka one-node KRaft cluster ([`crate::local_kafka`], the default), or a nisshi broker with
+//! in-memory storage. On a free loopback port, stopped when dropped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -8,18 +9,38 @@ use std::time::{Duration, Instant};
 use crate::client::{Cluster, ClusterConfig};
 use crate::error::{Error, Result};
 
-/// A nisshi broker this process started; killed on drop.
+/// Which broker to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrokerKind {
+    /// Apache Kafka (see [`crate::local_kafka`]); for the bench, sized for throughput.
+    Kafka {
+        /// Tuned for throughput (bigger heap, full JIT) rather than a quick start.
+        throughput: bool,
+    },
+    /// nisshi, from this binary.
+    Nisshi(PathBuf),
+}
+
+/// A broker this process started; killed on drop.
 #[derive(Debug)]
 pub struct LocalBroker {
     name: String,
     addr: String,
-    child: Child,
+    backend: Backend,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Nisshi(Child),
+    Kafka(Box<crate::local_kafka::KafkaCluster>),
 }
 
 impl Drop for LocalBroker {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Backend::Nisshi(child) = &mut self.backend {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -52,6 +73,51 @@ fn free_port() -> Result<u16> {
 }
 
 impl LocalBroker {
+    /// Starts a broker of `kind` named `name` and waits until it answers.
+    pub async fn start_kind(kind: &BrokerKind, name: &str) -> Result<LocalBroker> {
+        match kind {
+            BrokerKind::Nisshi(path) => LocalBroker::start(path, name).await,
+            BrokerKind::Kafka { throughput } => {
+                let mut opts = crate::local_kafka::KafkaOptions::new(name);
+                if *throughput {
+                    opts.heap = "1g".to_string();
+                    opts.quick_start = false;
+                }
+                let cluster = tokio::task::spawn_blocking(move || {
+                    crate::local_kafka::KafkaCluster::start(opts)
+                })
+                .await
+                .map_err(|e| Error::invalid(format!("Kafka start-up task failed: {e}")))??;
+                let broker = LocalBroker {
+                    name: name.to_string(),
+                    addr: cluster.bootstrap(),
+                    backend: Backend::Kafka(Box::new(cluster)),
+                };
+                broker.wait_answering(Duration::from_secs(60)).await?;
+                Ok(broker)
+            }
+        }
+    }
+
+    async fn wait_answering(&self, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        loop {
+            let mut cfg = ClusterConfig::new(&self.name, &self.addr);
+            cfg.retries = 0;
+            cfg.connection.connect_timeout = Duration::from_secs(1);
+            if Cluster::connect(cfg).await.is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::invalid(format!(
+                    "cluster {} did not come up on {}",
+                    self.name, self.addr
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Starts `nisshi broker` with cluster id `name` on a free 127.0.0.1 port and waits until
     /// it answers ApiVersions (30 s at most).
     pub async fn start(nisshi: &Path, name: &str) -> Result<LocalBroker> {
@@ -78,24 +144,10 @@ impl LocalBroker {
         let broker = LocalBroker {
             name: name.to_string(),
             addr: format!("127.0.0.1:{port}"),
-            child,
+            backend: Backend::Nisshi(child),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let mut cfg = ClusterConfig::new(name, &broker.addr);
-            cfg.retries = 0;
-            cfg.connection.connect_timeout = Duration::from_secs(1);
-            if Cluster::connect(cfg).await.is_ok() {
-                return Ok(broker);
-            }
-            if Instant::now() > deadline {
-                return Err(Error::invalid(format!(
-                    "cluster {name} did not come up on {}",
-                    broker.addr
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        broker.wait_answering(Duration::from_secs(30)).await?;
+        Ok(broker)
     }
 
     /// The cluster id it was started with.
@@ -110,6 +162,17 @@ impl LocalBroker {
 
     /// Its process id (the bench reads its CPU time).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.backend {
+            Backend::Nisshi(child) => child.id(),
+            Backend::Kafka(c) => c.pids().first().copied().unwrap_or(0),
+        }
+    }
+
+    /// Which broker it is, for reports.
+    pub fn kind_name(&self) -> &'static str {
+        match &self.backend {
+            Backend::Nisshi(_) => "nisshi",
+            Backend::Kafka(_) => "Apache Kafka",
+        }
     }
 }

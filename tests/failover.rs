@@ -135,9 +135,66 @@ fn export(
     )
 }
 
+/// Applies `strait offsets --export`'s CSV for `group`: on Apache Kafka with its own
+/// `kafka-consumer-groups --reset-offsets --from-file FILE --execute` (the tool's class from
+/// `kafka-tools`), on nisshi with client calls that do the same.
+fn apply(bootstrap: &str, group: &str, offsets: &BTreeMap<(String, i32), i64>) {
+    if let Ok(libs) = strait::local_kafka::kafka_libs() {
+        if std::env::var("STRAIT_TEST_BROKER").map_or(true, |v| v != "nisshi") {
+            return reset_with_kafka_tool(&libs, bootstrap, group, offsets);
+        }
+    }
+    commit_with_client(bootstrap, group, offsets);
+}
+
+fn reset_with_kafka_tool(
+    libs: &Path,
+    bootstrap: &str,
+    group: &str,
+    offsets: &BTreeMap<(String, i32), i64>,
+) {
+    let file = std::env::temp_dir()
+        .join(topic_name("reset"))
+        .with_extension("csv");
+    let csv: String = offsets
+        .iter()
+        .map(|((t, p), o)| format!("{t},{p},{o}\n"))
+        .collect();
+    std::fs::write(&file, csv).expect("write reset file");
+    let out = Command::new("java")
+        .arg("-cp")
+        .arg(format!("{}/*", libs.display()))
+        .arg("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand")
+        .args(["--bootstrap-server", bootstrap, "--group", group])
+        .args(["--reset-offsets", "--from-file"])
+        .arg(&file)
+        .arg("--execute")
+        .output()
+        .expect("run kafka-consumer-groups");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "kafka-consumer-groups failed: {text}");
+    for ((t, p), o) in offsets {
+        let row = text
+            .lines()
+            .find(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() >= 4 && f[1] == t && f[2] == p.to_string()
+            })
+            .unwrap_or_else(|| panic!("no row for {t}/{p} in: {text}"));
+        assert!(
+            row.split_whitespace().nth(3) == Some(&o.to_string()),
+            "{row}"
+        );
+    }
+}
+
 /// Commits `offsets` for `group` with a client, as `kafka-consumer-groups --reset-offsets
 /// --from-file` would.
-fn apply(bootstrap: &str, group: &str, offsets: &BTreeMap<(String, i32), i64>) {
+fn commit_with_client(bootstrap: &str, group: &str, offsets: &BTreeMap<(String, i32), i64>) {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", group)

@@ -15,7 +15,7 @@ pub struct Settings {
     pub source: String,
     /// Target bootstrap address.
     pub target: String,
-    /// True when the bench started the two clusters itself (local nisshi brokers).
+    /// True when the bench started the two clusters itself (local brokers).
     pub local_brokers: bool,
     /// Topic filled on the source and replicated.
     pub topic: String,
@@ -286,7 +286,7 @@ impl Report {
             s.source,
             s.target,
             if s.local_brokers {
-                " (two local nisshi brokers)"
+                " (two local brokers the bench started)"
             } else {
                 ""
             },

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use strait::bench::data::DataShape;
 use strait::bench::{relay, BenchOptions};
 use strait::error::{Error, Result};
-use strait::local_broker::{nisshi_path, LocalBroker};
+use strait::local_broker::LocalBroker;
 use strait::records::Compression;
 
 /// Arguments of `strait bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Source cluster `host:port` (default: start two local nisshi brokers).
+    /// Source cluster `host:port` (default: start two local Apache Kafka brokers).
     #[arg(long, requires = "target")]
     pub source: Option<String>,
     /// Target cluster `host:port`.
@@ -57,7 +57,10 @@ pub struct BenchArgs {
     /// Source topic name (default `strait-bench-<time>`); it must not exist.
     #[arg(long)]
     pub topic: Option<String>,
-    /// The nisshi binary for the local brokers (default: on PATH or in ~/.cargo/bin).
+    /// Which broker the local clusters run on (when no `--source`/`--target` is given).
+    #[arg(long, value_enum, default_value_t = super::demo::LocalKind::Kafka)]
+    pub broker: super::demo::LocalKind,
+    /// The nisshi binary with `--broker nisshi` (default: on PATH or in ~/.cargo/bin).
     #[arg(long)]
     pub nisshi: Option<PathBuf>,
     /// Log filter of the measured `strait run` children (their logs go to the work directory).
@@ -90,10 +93,10 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
     let (source, target) = match (&args.source, &args.target) {
         (Some(s), Some(t)) => (s.clone(), t.clone()),
         _ => {
-            let nisshi = nisshi_path(args.nisshi.as_deref())?;
-            eprintln!("starting two local nisshi brokers ...");
-            local.push(LocalBroker::start(&nisshi, "bench_source").await?);
-            local.push(LocalBroker::start(&nisshi, "bench_target").await?);
+            let kind = super::demo::broker_kind(args.broker, args.nisshi.as_deref(), true)?;
+            local.push(LocalBroker::start_kind(&kind, "bench_source").await?);
+            local.push(LocalBroker::start_kind(&kind, "bench_target").await?);
+            eprintln!("started two local brokers ({})", local[0].kind_name());
             (local[0].addr().to_string(), local[1].addr().to_string())
         }
     };
@@ -195,9 +198,9 @@ async fn restart_local(
     local: &mut Vec<LocalBroker>,
 ) -> Result<()> {
     local.clear();
-    let nisshi = nisshi_path(args.nisshi.as_deref())?;
-    local.push(LocalBroker::start(&nisshi, "bench_latency_source").await?);
-    local.push(LocalBroker::start(&nisshi, "bench_latency_target").await?);
+    let kind = super::demo::broker_kind(args.broker, args.nisshi.as_deref(), true)?;
+    local.push(LocalBroker::start_kind(&kind, "bench_latency_source").await?);
+    local.push(LocalBroker::start_kind(&kind, "bench_latency_target").await?);
     opts.source = local[0].addr().to_string();
     opts.target = local[1].addr().to_string();
     opts.broker_pids = Some((local[0].pid(), local[1].pid()));

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use strait::client::{Cluster, ClusterConfig, LATEST};
 use strait::error::{Error, Result};
-use strait::local_broker::{nisshi_path, LocalBroker};
+use strait::local_broker::{nisshi_path, BrokerKind, LocalBroker};
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::records::record::{
     decode_records, encode_batch, BatchHeaderFields, Record, RecordHeader,
@@ -24,7 +24,10 @@ pub struct DemoArgs {
     /// Codec of the batches written on cluster_a.
     #[arg(long, default_value = "zstd")]
     pub codec: Compression,
-    /// The nisshi binary (default: `nisshi` on PATH or in ~/.cargo/bin).
+    /// Which broker runs the two clusters.
+    #[arg(long, value_enum, default_value_t = LocalKind::Kafka)]
+    pub broker: LocalKind,
+    /// The nisshi binary with `--broker nisshi` (default: `nisshi` on PATH or in ~/.cargo/bin).
     #[arg(long)]
     pub nisshi: Option<PathBuf>,
     /// Keep both clusters running until Ctrl-C, to look at them with `strait probe`.
@@ -199,13 +202,40 @@ async fn heartbeats(cluster: &Cluster) -> Result<Vec<String>> {
     Ok(seen.keys().cloned().collect())
 }
 
+/// The broker local clusters run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LocalKind {
+    /// Apache Kafka (KRaft), installed by `scripts/setup.sh` or found through `KAFKA_HOME`.
+    Kafka,
+    /// nisshi, a small Kafka-compatible broker.
+    Nisshi,
+}
+
+/// What to start for `--broker` (and `--nisshi` with nisshi).
+pub fn broker_kind(
+    kind: LocalKind,
+    nisshi: Option<&std::path::Path>,
+    throughput: bool,
+) -> Result<BrokerKind> {
+    match kind {
+        LocalKind::Kafka => Ok(BrokerKind::Kafka { throughput }),
+        LocalKind::Nisshi => Ok(BrokerKind::Nisshi(nisshi_path(nisshi)?)),
+    }
+}
+
 /// Runs the demo and returns the report.
 pub async fn run(args: &DemoArgs) -> Result<String> {
-    let nisshi = nisshi_path(args.nisshi.as_deref())?;
+    let kind = broker_kind(args.broker, args.nisshi.as_deref(), false)?;
     let mut out = String::new();
-    eprintln!("starting two local clusters (nisshi) ...");
-    let a = LocalBroker::start(&nisshi, "cluster_a").await?;
-    let b = LocalBroker::start(&nisshi, "cluster_b").await?;
+    eprintln!(
+        "starting two local clusters ({}) ...",
+        match kind {
+            BrokerKind::Kafka { .. } => "Apache Kafka, KRaft",
+            BrokerKind::Nisshi(_) => "nisshi",
+        }
+    );
+    let a = LocalBroker::start_kind(&kind, "cluster_a").await?;
+    let b = LocalBroker::start_kind(&kind, "cluster_b").await?;
     let source = Cluster::connect(ClusterConfig::new(a.name(), a.addr())).await?;
     let target = Cluster::connect(ClusterConfig::new(b.name(), b.addr())).await?;
     let (topic, remote, partitions) = ("global_iot", "cluster_a.global_iot", 5);

@@ -1,8 +1,12 @@
-//! A real `nisshi` broker process for integration tests.
+//! A real broker for integration tests: Apache Kafka (the reference, a one-node KRaft cluster
+//! from [`strait::local_kafka`]) by default, or a `nisshi` process where a test needs what only
+//! the harness's nisshi setup offers (TLS and SCRAM users set up by nisshi's CLI, chosen storage,
+//! a fixed listen port) or asks for it (`Broker::start_nisshi`, or `STRAIT_TEST_BROKER=nisshi`
+//! for every test).
 //!
-//! `Broker::start("src")` spawns `nisshi broker` on a free 127.0.0.1 port with in-memory
-//! storage, waits until a real ApiVersions request/response succeeds, and kills the process on
-//! drop. stdout+stderr go to a log file ([`Broker::log_path`]) that is kept after the test.
+//! `Broker::start("src")` starts a broker on a free 127.0.0.1 port, waits until a real
+//! ApiVersions request/response succeeds, and kills the process on drop. Its output goes to a
+//! log file ([`Broker::log_path`]) that is kept after the test.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -116,6 +120,8 @@ pub struct BrokerOptions {
     /// Working directory of the broker (relative `sqlite://` paths resolve here); `None` = the
     /// temp directory.
     pub work_dir: Option<PathBuf>,
+    /// Run nisshi even where Apache Kafka could serve.
+    pub nisshi: bool,
 }
 
 /// Certificate files of a TLS broker.
@@ -128,6 +134,18 @@ pub struct BrokerTls {
 }
 
 impl BrokerOptions {
+    /// Whether these options need nisshi: TLS, SCRAM users, a chosen storage or listen port,
+    /// nisshi arguments, or `STRAIT_TEST_BROKER=nisshi`.
+    pub fn wants_nisshi(&self) -> bool {
+        self.nisshi
+            || self.tls.is_some()
+            || self.authentication
+            || self.storage.is_some()
+            || self.listen_port.is_some()
+            || !self.extra_args.is_empty()
+            || std::env::var("STRAIT_TEST_BROKER").is_ok_and(|v| v == "nisshi")
+    }
+
     pub fn new(cluster_id: &str) -> Self {
         BrokerOptions {
             cluster_id: cluster_id.to_owned(),
@@ -140,6 +158,7 @@ impl BrokerOptions {
             authentication: false,
             storage: None,
             work_dir: None,
+            nisshi: false,
         }
     }
 }
@@ -170,6 +189,8 @@ pub struct Broker {
     advertised_port: u16,
     log_path: PathBuf,
     child: Option<Child>,
+    /// The Apache Kafka cluster, when this broker is one.
+    kafka: Option<strait::local_kafka::KafkaCluster>,
     api_versions: Vec<ApiVersionRange>,
     starts: u32,
 }
@@ -182,6 +203,9 @@ impl Broker {
 
     /// Starts a broker with explicit options.
     pub fn start_with(opts: BrokerOptions) -> Broker {
+        if !opts.wants_nisshi() {
+            return Broker::start_kafka(opts);
+        }
         let binary = nisshi_binary();
         let n = LOG_COUNTER.fetch_add(1, Ordering::Relaxed);
         let log_path = std::env::temp_dir().join(format!(
@@ -198,6 +222,7 @@ impl Broker {
             binary,
             log_path,
             child: None,
+            kafka: None,
             api_versions: Vec::new(),
             starts: 0,
         };
@@ -217,6 +242,46 @@ impl Broker {
             }
         }
         panic!("{last_err}");
+    }
+
+    /// Starts a nisshi broker whatever the default.
+    pub fn start_nisshi(cluster_id: &str) -> Broker {
+        let mut opts = BrokerOptions::new(cluster_id);
+        opts.nisshi = true;
+        Broker::start_with(opts)
+    }
+
+    /// An Apache Kafka node advertising `opts.advertised_port` (a proxy's) if set.
+    fn start_kafka(opts: BrokerOptions) -> Broker {
+        let mut k = strait::local_kafka::KafkaOptions::new(&opts.cluster_id);
+        k.advertised_ports = vec![opts.advertised_port];
+        let cluster = strait::local_kafka::KafkaCluster::start(k)
+            .unwrap_or_else(|e| panic!("cannot start Apache Kafka: {e}"));
+        let node = &cluster.nodes()[0];
+        let (listen_port, advertised_port) = (node.port(), node.advertised_port());
+        let log_path = node.log_path().to_path_buf();
+        let addr = SocketAddr::from(([127, 0, 0, 1], listen_port));
+        let api_versions = api_versions_probe(addr, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("Apache Kafka on {addr} does not answer ApiVersions: {e}"));
+        if opts.advertised_port.is_none() {
+            crate::support::data::warm_up_group_coordinator(&format!("127.0.0.1:{listen_port}"));
+        }
+        Broker {
+            opts,
+            binary: PathBuf::from("java"),
+            listen_port,
+            advertised_port,
+            log_path,
+            child: None,
+            kafka: Some(cluster),
+            api_versions,
+            starts: 1,
+        }
+    }
+
+    /// Whether this broker is Apache Kafka (else nisshi).
+    pub fn is_kafka(&self) -> bool {
+        self.kafka.is_some()
     }
 
     /// Starts a TLS and/or SASL (SCRAM) broker. With users, they are created first through a
@@ -297,6 +362,9 @@ impl Broker {
         opts.advertised_port = Some(proxy_port);
         let broker = Broker::start_with(opts);
         let proxy = ProduceCheckProxy::from_listener(proxy_listener, broker.listen_addr(), config);
+        if broker.is_kafka() {
+            crate::support::data::warm_up_group_coordinator(&broker.bootstrap());
+        }
         (broker, proxy)
     }
 
@@ -465,6 +533,9 @@ impl Broker {
 
     /// Whether the process is alive.
     pub fn is_running(&mut self) -> bool {
+        if let Some(k) = self.kafka.as_mut() {
+            return k.node_mut(0).is_some_and(|n| n.is_running());
+        }
         match self.child.as_mut() {
             Some(c) => matches!(c.try_wait(), Ok(None)),
             None => false,
@@ -474,6 +545,10 @@ impl Broker {
     /// Kills the broker process (SIGKILL) and waits for it. In-memory data is lost.
     /// Idempotent.
     pub fn stop(&mut self) {
+        if let Some(k) = self.kafka.as_mut() {
+            k.kill_node(0);
+            return;
+        }
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -484,6 +559,12 @@ impl Broker {
     /// [`Broker::stop`]. Storage is in memory, so it comes back empty. Panics if it does not
     /// become ready.
     pub fn start_again(&mut self) {
+        if let Some(k) = self.kafka.as_mut() {
+            if let Err(e) = k.start_node(0) {
+                panic!("{e}");
+            }
+            return;
+        }
         assert!(self.child.is_none(), "start_again: broker is still running");
         if let Err(e) = self.try_start() {
             panic!("{e}");

@@ -507,3 +507,26 @@ pub fn committed_offset(bootstrap: &str, group: &str, topic: &str, partition: i3
         _ => None,
     }
 }
+
+/// Waits until the cluster's group coordinator answers (Apache Kafka creates and loads
+/// `__consumer_offsets` on the first group request; librdkafka does not retry a failed
+/// committed-offset lookup of a manual assignment, so tests warm it up first).
+pub fn warm_up_group_coordinator(bootstrap: &str) {
+    let consumer: BaseConsumer = base_config(bootstrap)
+        .set("group.id", "strait-test-warm-up")
+        .create()
+        .expect("create rdkafka BaseConsumer for the warm-up");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition("strait-test-warm-up", 0);
+        match consumer.committed_offsets(tpl, Duration::from_secs(5)) {
+            Ok(_) => return,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("group coordinator of {bootstrap} not ready yet: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("the group coordinator of {bootstrap} never answered: {e}"),
+        }
+    }
+}

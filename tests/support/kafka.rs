@@ -14,10 +14,15 @@ pub fn start_kafka(name: &str) -> KafkaCluster {
 
 /// Starts a Kafka cluster with explicit options; panics with the reason if it cannot.
 pub fn start_kafka_with(opts: KafkaOptions) -> KafkaCluster {
-    match KafkaCluster::start(opts) {
+    let proxied = opts.advertised_ports.iter().any(Option::is_some);
+    let cluster = match KafkaCluster::start(opts) {
         Ok(c) => c,
         Err(e) => panic!("cannot start Apache Kafka: {e}"),
+    };
+    if !proxied {
+        crate::support::data::warm_up_group_coordinator(&cluster.bootstrap());
     }
+    cluster
 }
 
 /// A one-node Kafka cluster whose clients all go through a checking proxy: the node advertises
@@ -40,5 +45,6 @@ pub fn start_kafka_behind_proxy_with(
         .parse()
         .expect("node address");
     let proxy = ProduceCheckProxy::from_listener(listener, upstream, config);
+    crate::support::data::warm_up_group_coordinator(&cluster.bootstrap());
     (cluster, proxy)
 }

@@ -1,0 +1,251 @@
+//! What only a real Apache Kafka can show (issue 17): transactions on the source (committed
+//! and aborted, with their control batches), partitions added to a source topic while strait
+//! runs, and long polls answered as soon as data arrives. Data checked with rdkafka.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+
+use support::data::watermarks;
+use support::kafka::{start_kafka, start_kafka_behind_proxy, KafkaCluster};
+use support::{
+    consume_all, create_topic, produce_records, topic_name, Codec, StraitRun, TestRecord,
+};
+
+fn write_config(dir: &Path, a: &KafkaCluster, b: &str, topic: &str, extra: &str) -> PathBuf {
+    let config = dir.join("strait.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "instance_group = \"{}\"\n\
+             [clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{b}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{topic}\"]\n\
+             refresh_topics_interval_secs = 2\n{extra}",
+            topic_name("g"),
+            a.bootstrap()
+        ),
+    )
+    .expect("write config");
+    config
+}
+
+fn wait_until(what: &str, timeout: Duration, run: &StraitRun, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out: {what}\n{}",
+            run.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn values_by_partition(bootstrap: &str, topic: &str, n: usize) -> BTreeMap<i32, Vec<String>> {
+    let mut m: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    for r in consume_all(bootstrap, topic, n, Duration::from_secs(60)) {
+        m.entry(r.partition)
+            .or_default()
+            .push(String::from_utf8_lossy(&r.value.unwrap_or_default()).into_owned());
+    }
+    m
+}
+
+/// A transactional producer writes committed and aborted transactions into the source: the
+/// target holds exactly the committed records, in order, and nothing of the aborted ones.
+#[test]
+fn only_committed_transactions_reach_the_target() {
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let topic = "payments";
+    create_topic(&a.bootstrap(), topic, 2);
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", a.bootstrap())
+        .set("transactional.id", topic_name("txn"))
+        .set("linger.ms", "5")
+        .create()
+        .expect("transactional producer");
+    producer
+        .init_transactions(Duration::from_secs(30))
+        .expect("init transactions");
+    let mut committed = Vec::new();
+    for round in 0..6 {
+        producer.begin_transaction().expect("begin");
+        let keep = round % 2 == 0;
+        for i in 0..50 {
+            let value = format!("{}-{round}-{i}", if keep { "kept" } else { "aborted" });
+            let p = i % 2;
+            producer
+                .send(BaseRecord::to(topic).partition(p).key("k").payload(&value))
+                .map_err(|(e, _)| e)
+                .expect("send");
+            if keep {
+                committed.push((p, value));
+            }
+        }
+        if keep {
+            producer
+                .commit_transaction(Duration::from_secs(30))
+                .expect("commit");
+        } else {
+            producer
+                .abort_transaction(Duration::from_secs(30))
+                .expect("abort");
+        }
+    }
+    let dir = std::env::temp_dir().join(topic_name("txn"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(&dir, &a, &b.bootstrap(), topic, "");
+    let run = StraitRun::start(&config, &dir.join("run.log"));
+    let remote = format!("a.{topic}");
+    let b_direct = b.direct_bootstrap();
+    wait_until(
+        "150 committed records on b",
+        Duration::from_secs(60),
+        &run,
+        || {
+            watermarks(&b_direct, &remote)
+                .iter()
+                .map(|w| w.1)
+                .sum::<i64>()
+                >= 150
+        },
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let ends: i64 = watermarks(&b_direct, &remote).iter().map(|w| w.1).sum();
+    assert_eq!(
+        ends, 150,
+        "only the committed records, and no marker, on the target"
+    );
+    let got = values_by_partition(&b_direct, &remote, 150);
+    let mut want: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    for (p, v) in committed {
+        want.entry(p).or_default().push(v);
+    }
+    assert_eq!(got, want);
+    drop(run);
+    proxy.assert_clean();
+}
+
+/// Partitions added to a source topic while strait runs are added to the remote topic and
+/// replicated from their first record.
+#[test]
+fn partitions_added_to_a_source_topic_are_followed() {
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let topic = "growing";
+    create_topic(&a.bootstrap(), topic, 2);
+    let records = |from: usize, parts: i32| -> Vec<TestRecord> {
+        (from..from + 120)
+            .map(|i| TestRecord {
+                partition: Some((i % parts as usize) as i32),
+                ..TestRecord::kv(format!("k{i}"), format!("v{i}"))
+            })
+            .collect()
+    };
+    produce_records(&a.bootstrap(), topic, &records(0, 2), Codec::Zstd);
+    let dir = std::env::temp_dir().join(topic_name("grow"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(&dir, &a, &b.bootstrap(), topic, "");
+    let run = StraitRun::start(&config, &dir.join("run.log"));
+    let remote = format!("a.{topic}");
+    let b_direct = b.direct_bootstrap();
+    wait_until("2 partitions on b", Duration::from_secs(60), &run, || {
+        watermarks(&b_direct, &remote) == watermarks(&a.bootstrap(), topic)
+    });
+
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", a.bootstrap())
+        .create()
+        .expect("admin");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let res = rt
+        .block_on(admin.create_partitions(
+            &[NewPartitions::new(topic, 4)],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
+        ))
+        .expect("create partitions");
+    assert!(res.iter().all(|r| r.is_ok()), "{res:?}");
+    support::data::wait_for_partitions(&a.bootstrap(), topic, 4, Duration::from_secs(30));
+    produce_records(&a.bootstrap(), topic, &records(120, 4), Codec::Zstd);
+    wait_until(
+        "4 partitions on b, each where the source ends",
+        Duration::from_secs(90),
+        &run,
+        || watermarks(&b_direct, &remote) == watermarks(&a.bootstrap(), topic),
+    );
+    assert_eq!(watermarks(&b_direct, &remote).len(), 4);
+    let src = values_by_partition(&a.bootstrap(), topic, 240);
+    let dst = values_by_partition(&b_direct, &remote, 240);
+    assert_eq!(src, dst);
+    assert!(
+        run.log().contains("added partitions to the remote topic"),
+        "{}",
+        run.log()
+    );
+    drop(run);
+    proxy.assert_clean();
+}
+
+/// An idle flow's Fetch is answered when data arrives, not when the wait runs out: with a 5 s
+/// fetch wait, single records written one at a time reach the target in well under a second.
+#[test]
+fn long_polls_are_answered_when_data_arrives() {
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let topic = "trickle";
+    create_topic(&a.bootstrap(), topic, 1);
+    produce_records(
+        &a.bootstrap(),
+        topic,
+        &[TestRecord::kv("k", "warm-up")],
+        Codec::None,
+    );
+    let dir = std::env::temp_dir().join(topic_name("trickle"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(
+        &dir,
+        &a,
+        &b.bootstrap(),
+        topic,
+        "fetch_max_wait_ms = 5000\n",
+    );
+    let run = StraitRun::start(&config, &dir.join("run.log"));
+    let remote = format!("a.{topic}");
+    let b_direct = b.direct_bootstrap();
+    let end = |w: Vec<(i64, i64)>| w.first().map(|x| x.1).unwrap_or(0);
+    wait_until("warm-up on b", Duration::from_secs(60), &run, || {
+        end(watermarks(&b_direct, &remote)) == 1
+    });
+    let mut delays = Vec::new();
+    for i in 0..8 {
+        std::thread::sleep(Duration::from_millis(700));
+        let sent = Instant::now();
+        produce_records(
+            &a.bootstrap(),
+            topic,
+            &[TestRecord::kv("k", format!("t{i}"))],
+            Codec::None,
+        );
+        wait_until("the record on b", Duration::from_secs(20), &run, || {
+            end(watermarks(&b_direct, &remote)) == i + 2
+        });
+        delays.push(sent.elapsed());
+    }
+    delays.sort();
+    let p75 = delays[delays.len() * 3 / 4];
+    eprintln!("trickle delays: {delays:?}");
+    assert!(
+        p75 < Duration::from_millis(2500),
+        "records waited for the fetch wait to run out: {delays:?}"
+    );
+    drop(run);
+    proxy.assert_clean();
+}
