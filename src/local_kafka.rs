@@ -122,6 +122,8 @@ pub struct KafkaNode {
     config: PathBuf,
     log: PathBuf,
     child: Option<Child>,
+    /// "started" lines in its log before its latest start.
+    started_before: usize,
 }
 
 impl KafkaNode {
@@ -190,6 +192,7 @@ impl KafkaCluster {
                 config: dir.join(format!("node{}.properties", i + 1)),
                 log: dir.join(format!("node{}.log", i + 1)),
                 child: None,
+                started_before: 0,
             });
         }
         let mut cluster = KafkaCluster {
@@ -388,7 +391,9 @@ impl KafkaCluster {
         for n in &self.nodes {
             let out = self
                 .java_command()
-                .args(["kafka.tools.StorageTool", "format", "-t", &id, "-c"])
+                .args(["kafka.tools.StorageTool", "format"])
+                .arg(format!("--cluster-id={id}"))
+                .arg("-c")
                 .arg(&n.config)
                 .stdin(Stdio::null())
                 .output()
@@ -410,6 +415,7 @@ impl KafkaCluster {
 
     fn spawn(&mut self, i: usize) -> Result<()> {
         let mut cmd = self.java_command();
+        self.nodes[i].started_before = count_started(&self.nodes[i].log);
         let n = &self.nodes[i];
         let log = File::options()
             .create(true)
@@ -431,7 +437,7 @@ impl KafkaCluster {
 
     fn wait_ready(&mut self, i: usize) -> Result<()> {
         let deadline = Instant::now() + START_TIMEOUT;
-        let started_before = count_started(&self.nodes[i].log);
+        let started_before = self.nodes[i].started_before;
         loop {
             let n = &mut self.nodes[i];
             if !n.is_running() {
@@ -523,19 +529,26 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
-/// A Kafka cluster id: 16 random bytes in URL-safe base64 without padding.
+/// A Kafka cluster id: 16 random bytes in URL-safe base64 without padding, never starting with
+/// `-` (Kafka's own ids never do; the storage tool would read it as an option).
 fn random_cluster_id() -> String {
     use base64::Engine;
     use ring::rand::SecureRandom;
+    let rng = ring::rand::SystemRandom::new();
     let mut b = [0u8; 16];
-    if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        b = t.to_le_bytes();
+    loop {
+        if rng.fill(&mut b).is_err() {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default();
+            b = t.to_le_bytes();
+        }
+        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        if !id.starts_with('-') {
+            return id;
+        }
     }
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
 }
 
 /// Logging: warnings, plus the line that says a node is up.

@@ -246,6 +246,87 @@ fn long_polls_are_answered_when_data_arrives() {
         p75 < Duration::from_millis(2500),
         "records waited for the fetch wait to run out: {delays:?}"
     );
+    // The broker opened a fetch session and the later fetches were incremental (KIP-227).
+    let log = run.stop();
+    let incremental: u64 = log
+        .split("incremental_fetches=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no fetch counts in the log:\n{log}"));
+    assert!(incremental > 0, "no incremental fetch:\n{log}");
+    proxy.assert_clean();
+}
+
+/// Topic configs are copied from the source topic's own settings (DescribeConfigs lists the
+/// broker's defaults too; those are not turned into overrides on the target).
+#[test]
+fn only_a_topics_own_settings_are_copied() {
+    use rdkafka::admin::{ConfigSource, ResourceSpecifier};
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let topic = "configured";
+    support::data::create_topic_with_config(
+        &a.bootstrap(),
+        topic,
+        1,
+        &[
+            ("retention.ms", "3600000"),
+            ("max.message.bytes", "2000000"),
+        ],
+    );
+    produce_records(
+        &a.bootstrap(),
+        topic,
+        &[TestRecord::kv("k", "v")],
+        Codec::None,
+    );
+    let dir = std::env::temp_dir().join(topic_name("configs"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(&dir, &a, &b.bootstrap(), topic, "");
+    let run = StraitRun::start(&config, &dir.join("run.log"));
+    let remote = format!("a.{topic}");
+    let b_direct = b.direct_bootstrap();
+    wait_until("the record on b", Duration::from_secs(60), &run, || {
+        watermarks(&b_direct, &remote).first().map(|w| w.1) == Some(1)
+    });
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &b_direct)
+        .create()
+        .expect("admin");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let res = rt
+        .block_on(admin.describe_configs(
+            &[ResourceSpecifier::Topic(&remote)],
+            &AdminOptions::new().request_timeout(Some(Duration::from_secs(30))),
+        ))
+        .expect("describe configs");
+    let resource = res
+        .into_iter()
+        .next()
+        .expect("one resource")
+        .expect("no error");
+    let overrides: BTreeMap<String, Option<String>> = resource
+        .entries
+        .iter()
+        .filter(|e| e.source == ConfigSource::DynamicTopic)
+        .map(|e| (e.name.clone(), e.value.clone()))
+        .collect();
+    assert_eq!(
+        overrides.get("retention.ms"),
+        Some(&Some("3600000".to_string())),
+        "{overrides:?}"
+    );
+    assert_eq!(
+        overrides.get("max.message.bytes"),
+        Some(&Some("2000000".to_string())),
+        "{overrides:?}"
+    );
+    assert_eq!(
+        overrides.len(),
+        2,
+        "only the source topic's own settings: {overrides:?}"
+    );
     drop(run);
     proxy.assert_clean();
 }

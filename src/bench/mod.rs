@@ -272,6 +272,13 @@ async fn create(cluster: &Cluster, topic: &str, opts: &BenchOptions) -> Result<(
             cluster.name()
         )));
     }
+    // Apache Kafka answers CreateTopics before every leader knows it leads the new partitions
+    // (NotLeaderOrFollower for a moment): wait until each answers ListOffsets (retried).
+    let parts: Vec<i32> = (0..opts.partitions).collect();
+    cluster
+        .list_offsets(topic, &parts, crate::client::LATEST)
+        .await
+        .map_err(|e| e.topic(topic))?;
     Ok(())
 }
 

@@ -838,6 +838,41 @@ impl Cluster {
             .collect())
     }
 
+    /// The configs set on a topic itself (its overrides), as (name, value) pairs: not the
+    /// broker's defaults that DescribeConfigs lists too.
+    pub async fn describe_topic_overrides(&self, topic: &str) -> Result<Vec<(String, String)>> {
+        let mut res = DescribeConfigsResource::default();
+        res.resource_type = 2; // TOPIC
+        res.resource_name = StrBytes::from_string(topic.to_string());
+        res.configuration_keys = None;
+        let mut req = DescribeConfigsRequest::default();
+        req.resources = vec![res];
+        let (version, resp) = self.send(Route::Any, &req).await?;
+        let r = resp.results.first().ok_or_else(|| {
+            self.ctx(Error::new(ErrorKind::Protocol(
+                "DescribeConfigs answer is empty".into(),
+            )))
+        })?;
+        if r.error_code != error_code::NONE {
+            return Err(self.ctx(
+                Error::broker(
+                    r.error_code,
+                    r.error_message.as_ref().map(|m| m.to_string()),
+                )
+                .topic(topic),
+            ));
+        }
+        // `config_source` (v1+): 1 is the topic's own setting; 0 (unknown) comes from brokers
+        // that do not say, whose values are all taken as the old versions of strait did.
+        const UNKNOWN: i8 = 0;
+        const TOPIC_CONFIG: i8 = 1;
+        Ok(r.configs
+            .iter()
+            .filter(|c| version < 1 || matches!(c.config_source, UNKNOWN | TOPIC_CONFIG))
+            .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+            .collect())
+    }
+
     /// The coordinator node of a consumer group.
     pub async fn group_coordinator(&self, group: &str) -> Result<i32> {
         self.retry("find coordinator", || async move {

@@ -136,6 +136,11 @@ impl PartitionPlanner {
         aborted: &[AbortedTransaction],
     ) -> Result<Plan, RecordsError> {
         let mut plan = Plan::default();
+        // As Kafka's consumer does: aborted transactions are taken in first-offset order, each
+        // once, as the batches reach them; an abort marker ends its producer's.
+        let mut pending: Vec<&AbortedTransaction> = aborted.iter().collect();
+        pending.sort_by_key(|a| a.first_offset);
+        let mut pending = pending.into_iter().peekable();
         for entry in split(blob.clone()) {
             let batch = match entry? {
                 Entry::V2(b) => b,
@@ -151,24 +156,26 @@ impl PartitionPlanner {
                     continue;
                 }
             };
+            if batch.producer_id() >= 0 {
+                while let Some(a) = pending.next_if(|a| a.first_offset <= batch.last_offset()) {
+                    if !self.aborted_open.contains(&a.producer_id) {
+                        self.aborted_open.push(a.producer_id);
+                    }
+                }
+                if batch.is_control() {
+                    self.aborted_open.retain(|&p| p != batch.producer_id());
+                }
+            }
             if batch.next_offset() <= self.next_offset {
                 continue; // already forwarded
             }
             if batch.is_control() {
-                self.aborted_open.retain(|&p| p != batch.producer_id());
                 self.drop_range(
                     &mut plan,
                     batch.base_offset().max(self.next_offset),
                     batch.next_offset(),
                 );
                 continue;
-            }
-            if let Some(a) = aborted.iter().find(|a| {
-                a.producer_id == batch.producer_id() && a.first_offset <= batch.last_offset()
-            }) {
-                if !self.aborted_open.contains(&a.producer_id) {
-                    self.aborted_open.push(a.producer_id);
-                }
             }
             if batch.is_transactional() && self.aborted_open.contains(&batch.producer_id()) {
                 self.drop_range(
@@ -320,4 +327,76 @@ impl PartitionPlanner {
 /// Kafka's producer does).
 pub fn next_sequence(seq: i32, count: i32) -> i32 {
     ((i64::from(seq) + i64::from(count)) % (i64::from(i32::MAX) + 1)) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::batch::ATTR_CONTROL;
+    use bytes::BytesMut;
+
+    /// A batch of producer `pid` at `base` with `n` records (a control marker when `control`).
+    fn batch(base: i64, n: i32, pid: i64, control: bool) -> Bytes {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                attributes: 0,
+                timestamp_delta: 0,
+                offset_delta: i,
+                key: Some(Bytes::from_static(if control {
+                    b"\x00\x00\x00\x00"
+                } else {
+                    b"k"
+                })),
+                value: Some(Bytes::from(format!("v{}", base + i64::from(i)))),
+                headers: Vec::new(),
+            })
+            .collect();
+        let fields = BatchHeaderFields {
+            base_offset: base,
+            partition_leader_epoch: 0,
+            attributes: ATTR_TRANSACTIONAL | if control { ATTR_CONTROL } else { 0 },
+            base_timestamp: 1_700_000_000_000,
+            max_timestamp: None,
+            producer_id: pid,
+            producer_epoch: 0,
+            base_sequence: 0,
+        };
+        record::encode_batch(&fields, Compression::None, &records).unwrap()
+    }
+
+    fn fetched(blob: Bytes, aborted: Vec<AbortedTransaction>) -> FetchedPartition {
+        FetchedPartition {
+            topic: "t".into(),
+            partition: 0,
+            error_code: 0,
+            high_watermark: 100,
+            last_stable_offset: 100,
+            log_start_offset: 0,
+            aborted_transactions: aborted,
+            records: blob,
+        }
+    }
+
+    /// An aborted transaction, its marker, then a committed transaction of the same producer:
+    /// the committed records go, the aborted ones do not (each aborted entry is used once).
+    #[test]
+    fn a_committed_transaction_after_an_aborted_one_of_the_same_producer_goes() {
+        let mut blob = BytesMut::new();
+        blob.extend_from_slice(&batch(0, 4, 7, false));
+        blob.extend_from_slice(&batch(4, 1, 7, true));
+        blob.extend_from_slice(&batch(5, 4, 7, false));
+        blob.extend_from_slice(&batch(9, 1, 7, true));
+        let aborted = vec![AbortedTransaction {
+            producer_id: 7,
+            first_offset: 0,
+        }];
+        let mut planner = PartitionPlanner::new(0, None, 0);
+        let plan = planner.plan(&fetched(blob.freeze(), aborted)).unwrap();
+        assert_eq!(plan.outgoing.len(), 1, "{plan:?}");
+        assert_eq!(
+            plan.outgoing[0].source,
+            SourceOffsets::Contiguous { first: 5, count: 4 }
+        );
+        assert_eq!(plan.next_offset, 10);
+    }
 }

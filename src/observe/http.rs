@@ -493,8 +493,12 @@ pub fn token_gate(token: crate::secret::Secret) -> Authorize {
         if let Some(v) = from_query {
             if crate::tls::token_matches(&v, &token) {
                 let mut r = Response::error(303, "token accepted");
-                let safe = req.path.bytes().all(|c| c.is_ascii_graphic());
-                let location = if safe {
+                // Only a path of this server: never `//host` or `/\\host` (an open redirect).
+                let p = req.path.as_bytes();
+                let local = p.first() == Some(&b'/')
+                    && !matches!(p.get(1), Some(b'/') | Some(b'\\'))
+                    && p.iter().all(|c| c.is_ascii_graphic());
+                let location = if local {
                     req.path.clone()
                 } else {
                     "/".to_string()
@@ -792,6 +796,8 @@ mod tests {
             .unwrap();
         assert!(cookie.starts_with("strait_token=s3cret;"), "{cookie}");
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        assert!(r.headers.iter().any(|(k, v)| *k == "Location" && v == "/"));
+        let r = s.route(&req_with("//evil.example", "token=s3cret", &[]));
         assert!(r.headers.iter().any(|(k, v)| *k == "Location" && v == "/"));
         let with_cookie = [("cookie", "a=b; strait_token=s3cret")];
         assert_eq!(

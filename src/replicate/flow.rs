@@ -222,6 +222,8 @@ fn fetch_wait(since_data: Option<Duration>, configured: Duration) -> Duration {
 struct Traffic {
     rounds: u64,
     fetches: u64,
+    /// Fetch requests sent in an open fetch session (KIP-227): incremental ones.
+    incremental_fetches: u64,
     fetched_batches: u64,
     fetched_bytes: u64,
     produces: u64,
@@ -286,6 +288,10 @@ const MAX_SEQUENCE_RETRIES: u32 = 5;
 
 /// Fresh starts of a partition in a row, without an acknowledgement, before it stops.
 const MAX_RESYNCS: u32 = 3;
+
+/// How long a partition dropped for a fresh start waits: requests still on their way land
+/// first, and a refusal the log does not explain is not retried in a tight loop.
+const RESYNC_DELAY: Duration = Duration::from_secs(1);
 
 impl Flow {
     /// A flow between two connected clusters.
@@ -413,6 +419,7 @@ impl Flow {
             }
             self.parts.clear();
             self.in_flight.clear();
+            self.resyncs.clear();
         }
         let mut gained = false;
         let version = own.version();
@@ -441,6 +448,7 @@ impl Flow {
                 for k in release {
                     tracing::info!(flow = %name, topic = %k.0, partition = k.1, "released to another instance");
                     self.parts.remove(&k);
+                    self.resyncs.remove(&k);
                 }
             }
         }
@@ -560,7 +568,7 @@ impl Flow {
             }
             let now = Instant::now();
             if std::mem::take(&mut self.refresh_soon) {
-                next_refresh = now;
+                next_refresh = next_refresh.min(now + RESYNC_DELAY);
             }
             if now >= next_refresh {
                 tracing::debug!(flow = %name, "refreshing topics");
@@ -728,6 +736,7 @@ impl Flow {
             flow = %name,
             rounds = t.rounds,
             fetches = t.fetches,
+            incremental_fetches = t.incremental_fetches,
             fetched_batches = t.fetched_batches,
             fetched_bytes = t.fetched_bytes,
             produces = t.produces,
@@ -899,15 +908,16 @@ impl Flow {
                 t.partitions.len()
             }
             None => {
+                // The source topic's own settings, not the source broker's defaults: the
+                // target's brokers apply their own.
                 let configs: Vec<(String, String)> = match self
                     .source
-                    .describe_topic_configs(topic)
+                    .describe_topic_overrides(topic)
                     .await
                 {
                     Ok(c) => c
                         .into_iter()
-                        .filter(|(k, v)| v.is_some() && REPLICABLE_CONFIGS.contains(&k.as_str()))
-                        .map(|(k, v)| (k, v.unwrap_or_default()))
+                        .filter(|(k, _)| REPLICABLE_CONFIGS.contains(&k.as_str()))
                         .collect(),
                     Err(e) => {
                         tracing::warn!(flow = %self.name(), %topic, "cannot read topic configs, creating with defaults: {e}");
@@ -1008,9 +1018,12 @@ impl Flow {
             current_leader_epoch: epoch,
             max_bytes: self.cfg.fetch_max_bytes,
         };
+        // Read as the data path reads (READ_COMMITTED), so a take-up plans exactly the batches
+        // the data path planned: aborted transactions dropped the same way.
         let limits = FetchLimits {
             max_wait_ms: 0,
             max_bytes: self.cfg.fetch_max_bytes,
+            isolation_level: crate::protocol::fetch::READ_COMMITTED,
             ..FetchLimits::default()
         };
         let resp = self.source.fetch(leader, &[spec], &limits).await?;
@@ -1116,6 +1129,7 @@ impl Flow {
         let mut first_error = None;
         for (leader, specs) in by_leader {
             let session = self.fetch_sessions.entry(leader).or_default();
+            let incremental = session.id() != 0;
             let pending = match self
                 .source
                 .fetch_start(leader, session, &specs, &limits)
@@ -1139,6 +1153,7 @@ impl Flow {
                 offsets,
             });
             self.traffic.fetches += 1;
+            self.traffic.incremental_fetches += u64::from(incremental);
         }
         match first_error {
             Some(e) => Err(e),
@@ -1392,19 +1407,24 @@ impl Flow {
         let tgt = self.target.name().to_string();
         let mirrored = self.mirror.is_some();
         let mut diverged: Vec<(String, i32, String)> = Vec::new();
-        let mut resync: Vec<PartKey> = Vec::new();
+        let mut resync: Vec<(PartKey, bool)> = Vec::new();
         let results = match f.pending.finish().await {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!(flow = %name, "produce request failed, resending: {e}");
+                // The broker may or may not have appended the batches. A blind resend relies on
+                // its duplicate detection, which it loses when it expires the producer (by the
+                // records' own timestamps, so at once for old data): the partitions are read
+                // back from the target instead and continue after what landed.
+                tracing::warn!(flow = %name, "produce request failed; reading its partitions back before writing again: {e}");
                 self.obs.retry(&tgt, "produce_request");
-                for (k, epoch) in &f.members {
-                    if let Some(st) = self.parts.get_mut(k) {
-                        if st.epoch == *epoch {
-                            st.in_flight = 0;
-                            st.epoch += 1;
-                        }
-                    }
+                let uncertain: Vec<PartKey> = f
+                    .members
+                    .iter()
+                    .filter(|(k, epoch)| self.parts.get(k).is_some_and(|st| st.epoch == *epoch))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in uncertain {
+                    self.resync_partition(k, false);
                 }
                 return;
             }
@@ -1518,7 +1538,11 @@ impl Flow {
                     _,
                     _,
                 )) => {
-                    resync.push(k.clone());
+                    resync.push((k.clone(), true));
+                }
+                // Timed out on the broker: the batch may have been appended (see above).
+                Some((error_code::REQUEST_TIMED_OUT, _, _)) => {
+                    resync.push((k.clone(), false));
                 }
                 Some((code, _, message)) if !error_code::is_retriable(code) => {
                     let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
@@ -1554,21 +1578,24 @@ impl Flow {
                 tracing::warn!(flow = %name, %topic, partition, "cannot record the stop in the control topic: {e}");
             }
         }
-        for k in resync {
-            self.resync_partition(k);
+        for (k, refused) in resync {
+            self.resync_partition(k, refused);
         }
     }
 
-    /// Drops a partition whose producer sequence the target refused, to be taken up again at
-    /// the next topic refresh from what the target holds (its own late batches are found and
-    /// counted there). Three times in a row without an acknowledgement stops it.
-    fn resync_partition(&mut self, k: PartKey) {
+    /// Drops a partition whose producer sequence the target refused (`refused`), or whose
+    /// last request may or may not have landed, to be taken up again a second later from what
+    /// the target holds (its own batches are found and counted there). Refused three times in
+    /// a row without an acknowledgement, it stops.
+    fn resync_partition(&mut self, k: PartKey, refused: bool) {
         let name = self.name();
         let tgt = self.target.name().to_string();
-        let count = {
+        let count = if refused {
             let c = self.resyncs.entry(k.clone()).or_default();
             *c += 1;
             *c
+        } else {
+            0
         };
         let Some(st) = self.parts.get_mut(&k) else {
             return;
@@ -1587,7 +1614,9 @@ impl Flow {
             st.epoch += 1;
             return;
         }
-        tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}, target offset {}: the broker refused the producer sequence; reading the partition back to continue after what it holds", st.target_topic, k.1, st.map.target_next());
+        if refused {
+            tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}, target offset {}: the broker refused the producer sequence; reading the partition back to continue after what it holds", st.target_topic, k.1, st.map.target_next());
+        }
         self.obs.retry(&tgt, "produce_resync");
         let key = progress::key(self.source.name(), &st.source_topic, st.partition);
         self.stored_progress.insert(

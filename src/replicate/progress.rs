@@ -154,25 +154,44 @@ pub struct LandedBatch {
     pub control: bool,
 }
 
+/// One of strait's own batches found after the stored position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnBatch {
+    /// Its first offset on the target.
+    pub base_offset: i64,
+    /// How many offsets it spans.
+    pub span: i64,
+    /// A second copy of a batch already counted (its sequence is below the expected one: the
+    /// broker had forgotten the producer and took a resend or a late request again). It stands
+    /// for no further source records.
+    pub repeat: bool,
+}
+
 /// What landed on the target after the stored position, checked against the writer identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Landed {
-    /// Every batch was written under the partition's identity: their (base offset, offset
-    /// count) in order, and the identity continued after the last of them.
+    /// Every batch was written under the partition's identity, in sequence (or a repeat of an
+    /// earlier one): in order, and the identity continued after the last of them.
     Own {
-        /// (base offset, number of offsets) of each batch.
-        batches: Vec<(i64, i64)>,
+        /// The batches, in offset order.
+        batches: Vec<OwnBatch>,
         /// Where writing continues.
         writer: Writer,
     },
-    /// Something else wrote into the partition: why, naming the offsets and producer.
+    /// Something else wrote into the partition, or strait's batches are missing: why, naming
+    /// the offsets and the producer.
     Foreign(String),
 }
 
+/// Sequences at most this far behind the expected one are repeats of earlier batches; anything
+/// else that is not the expected sequence is a gap.
+const REPEAT_WINDOW: i64 = 1 << 30;
+
 /// Checks that the batches at and after `target_next` on the target were all written under
-/// `writer`'s producer id, end to end with no gap, and continues its sequence after them.
-/// Anything else (another producer, a non-idempotent write, a transaction marker, a gap) is
-/// a foreign write: strait cannot tell which source records it stands for.
+/// `writer`'s producer id and epoch, end to end with no gap, each with the next sequence (or
+/// a repeat of an earlier one), and continues the sequence after them. Anything else (another
+/// producer, a non-idempotent write, a transaction marker, a missing batch) is reported: strait
+/// cannot tell which source records it stands for.
 pub fn check_landed(writer: Writer, target_next: i64, landed: &[LandedBatch]) -> Landed {
     let mut expected = target_next;
     let mut out = Vec::new();
@@ -181,6 +200,8 @@ pub fn check_landed(writer: Writer, target_next: i64, landed: &[LandedBatch]) ->
         if b.last_offset < target_next {
             continue;
         }
+        let from = b.base_offset.max(expected);
+        let count = b.last_offset.saturating_sub(from).saturating_add(1);
         if b.control {
             return Landed::Foreign(format!(
                 "a transaction marker of producer id {} at offset {} was written by something other than strait",
@@ -189,10 +210,8 @@ pub fn check_landed(writer: Writer, target_next: i64, landed: &[LandedBatch]) ->
         }
         if b.producer_id != writer.producer_id {
             return Landed::Foreign(format!(
-                "{} records at offsets {}..{} were written by {} while strait's writes there carry producer id {}",
-                b.last_offset - b.base_offset.max(expected) + 1,
-                b.base_offset.max(expected),
-                b.last_offset + 1,
+                "{count} records at offsets {from}..{} were written by {} while strait's writes there carry producer id {}",
+                b.last_offset.saturating_add(1),
                 if b.producer_id < 0 {
                     "a non-idempotent producer".to_string()
                 } else {
@@ -201,70 +220,53 @@ pub fn check_landed(writer: Writer, target_next: i64, landed: &[LandedBatch]) ->
                 writer.producer_id
             ));
         }
+        if b.producer_epoch != writer.producer_epoch {
+            return Landed::Foreign(format!(
+                "{count} records at offsets {from}..{} carry strait's producer id {} under epoch {}, not strait's epoch {}",
+                b.last_offset.saturating_add(1),
+                b.producer_id,
+                b.producer_epoch,
+                writer.producer_epoch
+            ));
+        }
         if b.base_offset != expected {
             return Landed::Foreign(format!(
-                "strait's batch at offset {} does not start where its previous write ended ({expected})",
+                "strait's batch at offset {} does not start where its previous write ended ({expected}): offsets in between are missing (deleted, or compacted away on the target)",
                 b.base_offset
             ));
         }
-        let span = b.last_offset - b.base_offset + 1;
-        out.push((b.base_offset, span));
-        w.producer_epoch = b.producer_epoch;
-        w.next_sequence = crate::forward::plan::next_sequence(
-            b.base_sequence,
-            i32::try_from(span).unwrap_or(i32::MAX),
-        );
-        expected = b.last_offset + 1;
+        let span = b
+            .last_offset
+            .saturating_sub(b.base_offset)
+            .saturating_add(1);
+        let behind = (i64::from(w.next_sequence) - i64::from(b.base_sequence))
+            .rem_euclid(i64::from(i32::MAX) + 1);
+        let repeat = match behind {
+            0 => false,
+            d if d <= REPEAT_WINDOW => true,
+            _ => {
+                return Landed::Foreign(format!(
+                    "strait's batch at offset {} has sequence {} where {} was next: batches written before it are missing",
+                    b.base_offset, b.base_sequence, w.next_sequence
+                ))
+            }
+        };
+        out.push(OwnBatch {
+            base_offset: b.base_offset,
+            span,
+            repeat,
+        });
+        if !repeat {
+            w.next_sequence = crate::forward::plan::next_sequence(
+                b.base_sequence,
+                i32::try_from(span).unwrap_or(i32::MAX),
+            );
+        }
+        expected = b.last_offset.saturating_add(1);
     }
     Landed::Own {
         batches: out,
         writer: w,
-    }
-}
-
-/// How to resume a partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resume {
-    /// Nothing was written yet: start at the source's log start.
-    Fresh,
-    /// The target holds exactly what the progress says: continue at `source`.
-    At {
-        /// Next source offset.
-        source: i64,
-        /// Target log end.
-        target: i64,
-    },
-    /// `extra` records landed after the last progress record: walk the source from `source`
-    /// to find the offset after them.
-    Walk {
-        /// Source offset of the last progress record.
-        source: i64,
-        /// Target log end at that progress record.
-        target: i64,
-        /// Records on the target past `target`.
-        extra: i64,
-    },
-    /// The target does not match what strait wrote: refuse to write, and say why.
-    Conflict(String),
-}
-
-/// Decides how to resume from the stored progress and the target partition's log end.
-pub fn decide(progress: Option<Progress>, target_end: i64) -> Resume {
-    match progress {
-        None if target_end == 0 => Resume::Fresh,
-        None => Resume::Conflict(format!(
-            "the remote partition already holds {target_end} records that this flow did not write"
-        )),
-        Some(p) if target_end == p.target_next => Resume::At { source: p.source_next, target: p.target_next },
-        Some(p) if target_end > p.target_next => Resume::Walk {
-            source: p.source_next,
-            target: p.target_next,
-            extra: target_end - p.target_next,
-        },
-        Some(p) => Resume::Conflict(format!(
-            "the remote partition ends at offset {target_end}, before the {} strait had written there",
-            p.target_next
-        )),
     }
 }
 
@@ -282,29 +284,7 @@ mod tests {
     }
 
     #[test]
-    fn decisions() {
-        assert_eq!(decide(None, 0), Resume::Fresh);
-        assert!(matches!(decide(None, 5), Resume::Conflict(_)));
-        let p = Progress {
-            source_next: 100,
-            target_next: 90,
-        };
-        assert_eq!(
-            decide(Some(p), 90),
-            Resume::At {
-                source: 100,
-                target: 90
-            }
-        );
-        assert_eq!(
-            decide(Some(p), 95),
-            Resume::Walk {
-                source: 100,
-                target: 90,
-                extra: 5
-            }
-        );
-        assert!(matches!(decide(Some(p), 80), Resume::Conflict(_)));
+    fn progress_of_a_stored_map() {
         let mut m = OffsetMap::new(10, 0);
         m.record_batch(
             &crate::forward::SourceOffsets::Contiguous {
@@ -370,22 +350,55 @@ mod writer_tests {
 
     #[test]
     fn own_batches_continue_the_sequence() {
+        let own = |base, span| OwnBatch {
+            base_offset: base,
+            span,
+            repeat: false,
+        };
         let l = [batch(10, 14, 7, 20), batch(15, 15, 7, 25)];
         assert_eq!(
             check_landed(w(7, 20), 10, &l),
             Landed::Own {
-                batches: vec![(10, 5), (15, 1)],
+                batches: vec![own(10, 5), own(15, 1)],
                 writer: w(7, 26)
             }
         );
         // Batches before the stored position (fetched because they share its batch) are skipped.
         assert_eq!(
-            check_landed(w(7, 5), 15, &l),
+            check_landed(w(7, 25), 15, &l),
             Landed::Own {
-                batches: vec![(15, 1)],
+                batches: vec![own(15, 1)],
                 writer: w(7, 26)
             }
         );
+        // A second copy of the batch with sequence 20 (the broker had forgotten the producer):
+        // a repeat, standing for no source record; the sequence goes on after the first copy.
+        let again = [
+            batch(10, 14, 7, 20),
+            batch(15, 19, 7, 20),
+            batch(20, 20, 7, 25),
+        ];
+        let mut repeat = own(15, 5);
+        repeat.repeat = true;
+        assert_eq!(
+            check_landed(w(7, 20), 10, &again),
+            Landed::Own {
+                batches: vec![own(10, 5), repeat, own(20, 1)],
+                writer: w(7, 26)
+            }
+        );
+        // A sequence ahead of the expected one: batches are missing.
+        assert!(matches!(
+            check_landed(w(7, 20), 10, &[batch(10, 10, 7, 30)]),
+            Landed::Foreign(m) if m.contains("missing")
+        ));
+        // Another epoch of strait's producer id is not strait's writing either.
+        let mut other_epoch = batch(10, 10, 7, 20);
+        other_epoch.producer_epoch = 3;
+        assert!(matches!(
+            check_landed(w(7, 20), 10, &[other_epoch]),
+            Landed::Foreign(_)
+        ));
         assert_eq!(
             check_landed(w(7, 3), 16, &l),
             Landed::Own {
@@ -421,7 +434,7 @@ mod writer_tests {
             Landed::Foreign(_)
         ));
         // Own batches, then a foreign one: still foreign.
-        let mixed = [batch(10, 11, 7, 0), batch(12, 12, 8, 0)];
+        let mixed = [batch(10, 11, 7, 0), batch(12, 12, 8, 2)];
         assert!(matches!(
             check_landed(w(7, 0), 10, &mixed),
             Landed::Foreign(_)

@@ -289,6 +289,10 @@ pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
     create_topic_with_config(bootstrap, topic, partitions, &[]);
 }
 
+/// A pseudo config of [`create_topic_with_config`]: the topic's replication factor (1 unless
+/// given).
+pub const REPLICATION_FACTOR: &str = "replication.factor";
+
 /// [`create_topic`] with topic configs (e.g. `("cleanup.policy", "compact")`).
 pub fn create_topic_with_config(
     bootstrap: &str,
@@ -306,8 +310,13 @@ pub fn create_topic_with_config(
         let admin: AdminClient<DefaultClientContext> = base_config(&bootstrap)
             .create()
             .expect("create rdkafka AdminClient");
-        let mut nt = NewTopic::new(&topic, partitions, TopicReplication::Fixed(1));
-        for (k, v) in &config {
+        let rf: i32 = config
+            .iter()
+            .find(|(k, _)| k == REPLICATION_FACTOR)
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(1);
+        let mut nt = NewTopic::new(&topic, partitions, TopicReplication::Fixed(rf));
+        for (k, v) in config.iter().filter(|(k, _)| k != REPLICATION_FACTOR) {
             nt = nt.set(k, v);
         }
         let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));

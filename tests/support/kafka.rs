@@ -48,3 +48,39 @@ pub fn start_kafka_behind_proxy_with(
     crate::support::data::warm_up_group_coordinator(&cluster.bootstrap());
     (cluster, proxy)
 }
+
+/// A Kafka cluster of `nodes` nodes, each behind a checking proxy of its own (every node
+/// advertises its proxy's port, so clients and replication between the nodes go through them).
+pub fn start_kafka_nodes_behind_proxies(
+    name: &str,
+    nodes: usize,
+) -> (KafkaCluster, Vec<ProduceCheckProxy>) {
+    let listeners: Vec<TcpListener> = (0..nodes)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind proxy listener"))
+        .collect();
+    let mut opts = KafkaOptions::new(name);
+    opts.nodes = nodes;
+    opts.heap = "320m".to_string();
+    opts.advertised_ports = listeners
+        .iter()
+        .map(|l| Some(l.local_addr().expect("proxy address").port()))
+        .collect();
+    let proxies_for = |cluster: &KafkaCluster, listeners: Vec<TcpListener>| {
+        listeners
+            .into_iter()
+            .zip(cluster.nodes())
+            .map(|(l, n)| {
+                let upstream: SocketAddr = format!("127.0.0.1:{}", n.port())
+                    .parse()
+                    .expect("node address");
+                ProduceCheckProxy::from_listener(l, upstream, ProxyConfig::default())
+            })
+            .collect::<Vec<_>>()
+    };
+    // The listeners are bound first (connections wait in their backlog until the proxies run),
+    // so the nodes can advertise the proxies' ports from the start.
+    let cluster = start_kafka_with(opts);
+    let proxies = proxies_for(&cluster, listeners);
+    crate::support::data::warm_up_group_coordinator(&cluster.bootstrap());
+    (cluster, proxies)
+}

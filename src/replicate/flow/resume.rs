@@ -11,6 +11,8 @@
 
 use std::collections::VecDeque;
 
+use std::time::Duration;
+
 use bytes::Bytes;
 
 use super::{record_acked, Flow, PartState};
@@ -22,7 +24,9 @@ use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, READ_UNCOMMITTED};
 use crate::records::{split, Entry};
-use crate::replicate::progress::{self, check_landed, Landed, LandedBatch, Progress, Writer};
+use crate::replicate::progress::{
+    self, check_landed, Landed, LandedBatch, OwnBatch, Progress, Writer,
+};
 
 /// How a partition is taken up.
 enum Start {
@@ -188,7 +192,7 @@ impl Flow {
         topic: &str,
         remote: &str,
         partition: i32,
-        mut map: OffsetMap,
+        map: OffsetMap,
         writer: Writer,
         target_end: i64,
     ) -> Result<Start> {
@@ -200,16 +204,23 @@ impl Flow {
             Landed::Own { batches, writer } => (batches, writer),
             Landed::Foreign(why) => return Ok(Start::Foreign { map, writer, why }),
         };
-        let before = map.source_next();
+        // Paired on a copy: a partition that stops keeps the map it had.
+        let mut paired = map.clone();
         if let Err(why) = self
-            .pair_with_source(topic, partition, &mut map, &batches)
+            .pair_with_source(topic, partition, &mut paired, &batches)
             .await?
         {
             return Ok(Start::Foreign { map, writer, why });
         }
-        tracing::info!(flow = %self.name(), %topic, partition, from = before, to = map.source_next(), batches = batches.len(), "found strait's own batches after the last progress record; continuing after them");
+        let repeats: Vec<&OwnBatch> = batches.iter().filter(|b| b.repeat).collect();
+        if let Some(first) = repeats.first() {
+            let records: i64 = repeats.iter().map(|b| b.span).sum();
+            tracing::warn!(flow = %self.name(), "cluster {}, topic {remote}, partition {partition}: {records} records in {} batches from target offset {} are second copies of batches strait had written (the broker had forgotten strait's producer state, see producer.id.expiration.ms); they are left out of the offset map", self.target.name(), repeats.len(), first.base_offset);
+            self.obs.error(&self.name(), "repeated_batches");
+        }
+        tracing::info!(flow = %self.name(), %topic, partition, from = map.source_next(), to = paired.source_next(), batches = batches.len(), "found strait's own batches after the last progress record; continuing after them");
         Ok(Start::Continue {
-            map,
+            map: paired,
             writer: next,
             flushed: false,
         })
@@ -236,10 +247,11 @@ impl Flow {
                 });
             }
         }
+        // Not flushed: the new identity is stored before anything is written under it.
         Ok(Start::Continue {
             map,
             writer: self.fresh_writer()?,
-            flushed: extra == 0,
+            flushed: false,
         })
     }
 
@@ -321,29 +333,25 @@ impl Flow {
         Ok(out)
     }
 
-    /// Plans the source from the map's end (without producing) and pairs each planned batch
-    /// with the next landed batch: same number of offsets, recorded in `map` at the landed
-    /// batch's offset. `Ok(Err(why))` when they do not pair up.
+    /// Plans the source from the map's end (without producing) and pairs each landed batch
+    /// that is not a repeat with the next planned one: same number of offsets, recorded in
+    /// `map` at the landed batch's offset. `Ok(Err(why))` when they do not pair up.
     async fn pair_with_source(
         &self,
         topic: &str,
         partition: i32,
         map: &mut OffsetMap,
-        landed: &[(i64, i64)],
+        landed: &[OwnBatch],
     ) -> Result<std::result::Result<(), String>> {
         let mut source = PlannedSource::new(map.source_next());
-        for &(base, span) in landed {
-            let Some(out) = source.next(self, topic, partition).await? else {
-                return Ok(Err(format!(
-                    "the target holds records at offsets {base}.. beyond what the source has after offset {}",
-                    map.source_next()
-                )));
-            };
+        for b in landed.iter().filter(|b| !b.repeat) {
+            let (base, span) = (b.base_offset, b.span);
+            let out = source.next(self, topic, partition).await?;
             let n = out.source.count();
             if n != span {
                 return Ok(Err(format!(
-                    "the batch at target offsets {base}..{} ({span} records) does not match the source batch from offset {} ({n} records)",
-                    base + span,
+                    "the batch at target offsets {base}..{} ({span} records) does not match the source batch from offset {} ({n} records; was the source compacted since?)",
+                    base.saturating_add(span),
                     super::first_source_offset(&out)
                 )));
             }
@@ -368,12 +376,7 @@ impl Flow {
         let mut source = PlannedSource::new(map.source_next());
         let mut left = span.1;
         while left > 0 {
-            let Some(out) = source.next(self, topic, partition).await? else {
-                return Ok(Err(format!(
-                    "the target holds {left} more records than the source has after offset {}",
-                    map.source_next()
-                )));
-            };
+            let out = source.next(self, topic, partition).await?;
             left -= out.source.count();
             if left < 0 {
                 return Ok(Err(format!(
@@ -407,8 +410,11 @@ impl PlannedSource {
         }
     }
 
-    /// The next planned batch; `None` when the source has nothing more.
-    async fn next(&mut self, flow: &Flow, topic: &str, partition: i32) -> Result<Option<Outgoing>> {
+    /// The next planned batch. A source that has nothing at the offset yet (a new leader whose
+    /// high watermark still lags, a broker restarting) is asked again a few times; then it is
+    /// an error, and the take-up is tried again at the next topic refresh.
+    async fn next(&mut self, flow: &Flow, topic: &str, partition: i32) -> Result<Outgoing> {
+        let mut empty = 0;
         while self.ready.is_empty() {
             let before = self.planner.next_offset();
             let p = flow.fetch_one(topic, partition, before).await?;
@@ -418,12 +424,26 @@ impl PlannedSource {
                 .map_err(|e| Error::from(e).partition(topic, partition).offset(before))?;
             self.ready.extend(plan.outgoing);
             if self.ready.is_empty() && plan.next_offset == before {
-                return Ok(None);
+                empty += 1;
+                if empty >= EMPTY_READS {
+                    return Err(Error::invalid(format!(
+                        "the source has no records at offset {before} (high watermark {}) while the target holds strait's copies of them; trying again later",
+                        p.high_watermark
+                    ))
+                    .partition(topic, partition)
+                    .offset(before));
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
             }
         }
-        Ok(self.ready.pop_front())
+        self.ready
+            .pop_front()
+            .ok_or_else(|| Error::invalid("no planned batch"))
     }
 }
+
+/// Empty source reads in a row before a take-up gives up for now.
+const EMPTY_READS: u32 = 10;
 
 /// The offset of a legacy (magic 0/1) message set entry.
 fn legacy_offset(raw: &Bytes) -> Option<i64> {

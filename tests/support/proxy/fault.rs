@@ -94,10 +94,14 @@ impl FaultPlan {
         self
     }
 
-    /// Until when requests of connection number `conn` are held, if they are.
-    pub fn held_until(&self, conn: u64) -> Option<std::time::Instant> {
+    /// Until when a request of connection number `conn` read at `received` is held, if it is.
+    pub fn held_until_for(
+        &self,
+        conn: u64,
+        received: std::time::Instant,
+    ) -> Option<std::time::Instant> {
         self.hold
-            .filter(|(below, until)| conn < *below && std::time::Instant::now() < *until)
+            .filter(|(below, until)| conn < *below && received < *until)
             .map(|(_, until)| until)
     }
 

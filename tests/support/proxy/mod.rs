@@ -194,7 +194,7 @@ async fn pump(
 /// the broker connection and can hold them (client->broker, see [`FaultPlan::hold`]).
 enum Forward {
     Direct(OwnedWriteHalf),
-    Queued(tokio::sync::mpsc::UnboundedSender<(bytes::Bytes, FaultAction)>),
+    Queued(tokio::sync::mpsc::UnboundedSender<(bytes::Bytes, FaultAction, std::time::Instant)>),
 }
 
 impl Forward {
@@ -202,7 +202,7 @@ impl Forward {
         match self {
             Forward::Direct(wr) => write_frame(wr, &frame, action).await,
             Forward::Queued(tx) => tx
-                .send((frame, action))
+                .send((frame, action, std::time::Instant::now()))
                 .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "broker side closed")),
         }
     }
@@ -228,13 +228,14 @@ async fn write_frame(wr: &mut OwnedWriteHalf, frame: &[u8], action: FaultAction)
 async fn deliver_requests(
     conn: u64,
     mut wr: OwnedWriteHalf,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<(bytes::Bytes, FaultAction)>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(bytes::Bytes, FaultAction, std::time::Instant)>,
     shared: Arc<Shared>,
     closed: oneshot::Sender<()>,
 ) {
     let mut held_any = false;
-    while let Some((frame, action)) = rx.recv().await {
-        let until = lock(&shared.fault).held_until(conn);
+    while let Some((frame, action, received)) = rx.recv().await {
+        // Held: read from a held connection before the hold ends.
+        let until = lock(&shared.fault).held_until_for(conn, received);
         if let Some(until) = until {
             held_any = true;
             if frame.len() >= 6 && i16::from_be_bytes([frame[4], frame[5]]) == PRODUCE {
