@@ -95,7 +95,31 @@ pub struct KafkaOptions {
     pub quick_start: bool,
     /// Parent folder of the cluster's folder (the system temp folder when `None`).
     pub dir: Option<PathBuf>,
+    /// Secured listeners besides PLAINTEXT (one node only).
+    pub security: Option<KafkaSecurity>,
 }
+
+/// Secured listeners of a one-node cluster: `SSL` (client certificates required),
+/// `SASL_PLAINTEXT` and `SASL_SSL`, with SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+#[derive(Debug, Clone, Default)]
+pub struct KafkaSecurity {
+    /// PEM certificate chain of the node.
+    pub server_cert: PathBuf,
+    /// Its PEM (PKCS#8) private key.
+    pub server_key: PathBuf,
+    /// PEM CA certificate that client certificates must chain to.
+    pub client_ca: PathBuf,
+    /// SCRAM users created when the storage is formatted: (mechanism, e.g. `SCRAM-SHA-512`,
+    /// name, password).
+    pub scram_users: Vec<(String, String, String)>,
+    /// PLAIN users: (name, password).
+    pub plain_users: Vec<(String, String)>,
+    /// `connections.max.reauth.ms` of the SASL listeners (KIP-368), if set.
+    pub reauth_ms: Option<u64>,
+}
+
+/// The listeners [`KafkaSecurity`] adds.
+pub const SECURE_LISTENERS: [&str; 3] = ["SSL", "SASL_PLAINTEXT", "SASL_SSL"];
 
 impl KafkaOptions {
     /// One node, settings for tests on a small machine.
@@ -108,6 +132,7 @@ impl KafkaOptions {
             heap: "384m".to_string(),
             quick_start: true,
             dir: None,
+            security: None,
         }
     }
 }
@@ -124,6 +149,8 @@ pub struct KafkaNode {
     child: Option<Child>,
     /// "started" lines in its log before its latest start.
     started_before: usize,
+    /// Ports of the secured listeners, by name.
+    secure_ports: Vec<(&'static str, u16)>,
 }
 
 impl KafkaNode {
@@ -193,7 +220,19 @@ impl KafkaCluster {
                 log: dir.join(format!("node{}.log", i + 1)),
                 child: None,
                 started_before: 0,
+                secure_ports: Vec::new(),
             });
+        }
+        if opts.security.is_some() {
+            if opts.nodes > 1 {
+                return Err(Error::invalid(
+                    "secured listeners are for one-node clusters",
+                ));
+            }
+            for listener in SECURE_LISTENERS {
+                let port = free_port()?;
+                nodes[0].secure_ports.push((listener, port));
+            }
         }
         let mut cluster = KafkaCluster {
             name: opts.name.clone(),
@@ -229,6 +268,16 @@ impl KafkaCluster {
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// "host:port" of a secured listener (`SSL`, `SASL_PLAINTEXT`, `SASL_SSL`) of node 1.
+    pub fn listener_bootstrap(&self, listener: &str) -> Option<String> {
+        self.nodes
+            .first()?
+            .secure_ports
+            .iter()
+            .find(|(name, _)| *name == listener)
+            .map(|(_, port)| format!("127.0.0.1:{port}"))
     }
 
     /// The cluster's label.
@@ -358,12 +407,96 @@ impl KafkaCluster {
                 ("log.segment.bytes".into(), (64 << 20).to_string()),
                 ("controlled.shutdown.enable".into(), "true".into()),
             ];
+            if let Some(sec) = &self.opts.security {
+                self.secure_properties(n, sec, &mut props)?;
+            }
             for (k, v) in &self.opts.properties {
                 props.retain(|(pk, _)| pk != k);
                 props.push((k.clone(), v.clone()));
             }
             let text: String = props.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
             fs::write(&n.config, text).map_err(Error::from)?;
+        }
+        Ok(())
+    }
+
+    /// Listeners, TLS stores and SASL settings for [`KafkaSecurity`].
+    fn secure_properties(
+        &self,
+        n: &KafkaNode,
+        sec: &KafkaSecurity,
+        props: &mut Vec<(String, String)>,
+    ) -> Result<()> {
+        // Kafka's PEM key store: the private key and the certificate chain in one file.
+        let keystore = self.dir.join("keystore.pem");
+        let key = fs::read_to_string(&sec.server_key).map_err(Error::from)?;
+        let chain = fs::read_to_string(&sec.server_cert).map_err(Error::from)?;
+        fs::write(&keystore, format!("{key}\n{chain}")).map_err(Error::from)?;
+        let mut listeners = format!(
+            "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+            n.port, n.controller_port
+        );
+        let mut advertised = format!("PLAINTEXT://127.0.0.1:{}", n.advertised_port);
+        let mut map = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_string();
+        for (name, port) in &n.secure_ports {
+            listeners.push_str(&format!(",{name}://127.0.0.1:{port}"));
+            advertised.push_str(&format!(",{name}://127.0.0.1:{port}"));
+            map.push_str(&format!(",{name}:{name}"));
+        }
+        let set = |props: &mut Vec<(String, String)>, k: &str, v: String| {
+            props.retain(|(pk, _)| pk != k);
+            props.push((k.to_string(), v));
+        };
+        set(props, "listeners", listeners);
+        set(props, "advertised.listeners", advertised);
+        set(props, "listener.security.protocol.map", map);
+        set(props, "ssl.keystore.type", "PEM".into());
+        set(
+            props,
+            "ssl.keystore.location",
+            keystore.display().to_string(),
+        );
+        set(props, "ssl.truststore.type", "PEM".into());
+        set(
+            props,
+            "ssl.truststore.location",
+            sec.client_ca.display().to_string(),
+        );
+        set(
+            props,
+            "listener.name.ssl.ssl.client.auth",
+            "required".into(),
+        );
+        set(
+            props,
+            "sasl.enabled.mechanisms",
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512".into(),
+        );
+        let plain_users: String = sec
+            .plain_users
+            .iter()
+            .map(|(u, p)| format!(" user_{u}=\"{p}\""))
+            .collect();
+        for listener in ["sasl_plaintext", "sasl_ssl"] {
+            set(
+                props,
+                &format!("listener.name.{listener}.plain.sasl.jaas.config"),
+                format!("org.apache.kafka.common.security.plain.PlainLoginModule required{plain_users};"),
+            );
+            for m in ["scram-sha-256", "scram-sha-512"] {
+                set(
+                    props,
+                    &format!("listener.name.{listener}.{m}.sasl.jaas.config"),
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;".into(),
+                );
+            }
+            if let Some(ms) = sec.reauth_ms {
+                set(
+                    props,
+                    &format!("listener.name.{listener}.connections.max.reauth.ms"),
+                    ms.to_string(),
+                );
+            }
         }
         Ok(())
     }
@@ -388,11 +521,24 @@ impl KafkaCluster {
 
     fn format(&self) -> Result<()> {
         let id = random_cluster_id();
+        let scram: Vec<String> = self
+            .opts
+            .security
+            .iter()
+            .flat_map(|s| &s.scram_users)
+            .flat_map(|(m, u, p)| {
+                [
+                    "--add-scram".to_string(),
+                    format!("{m}=[name={u},password={p}]"),
+                ]
+            })
+            .collect();
         for n in &self.nodes {
             let out = self
                 .java_command()
                 .args(["kafka.tools.StorageTool", "format"])
                 .arg(format!("--cluster-id={id}"))
+                .args(&scram)
                 .arg("-c")
                 .arg(&n.config)
                 .stdin(Stdio::null())

@@ -109,7 +109,16 @@ fn scenario(mirror: bool) {
     one(&a.bootstrap(), TOPIC, "src-10");
     one(&b_direct, &remote, "FOREIGN");
 
-    let s2 = StraitRun::start(&config, &dir.join("s2.log"));
+    // The second run serves its status on another port (`--http` overrides the configuration,
+    // as for a second instance on the same machine).
+    let http = strait::local_kafka::free_port().expect("port");
+    let addr = format!("127.0.0.1:{http}");
+    let s2 = StraitRun::start_with_args(
+        &config,
+        &dir.join("s2.log"),
+        "info,strait=debug",
+        &["--http", &addr],
+    );
     one(&a.bootstrap(), TOPIC, "src-11");
     let deadline = Instant::now() + Duration::from_secs(60);
     let body = loop {
@@ -130,6 +139,10 @@ fn scenario(mirror: bool) {
     assert!(log.contains("partition stopped"), "{log}");
     assert!(
         log.contains(&format!("topic {remote}, partition 0")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("REST API at http://{addr}/")),
         "{log}"
     );
 

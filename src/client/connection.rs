@@ -302,6 +302,14 @@ impl Connection {
                     _ if e.kind.to_string().contains(SPEAKS_TLS) => {
                         Error::new(ErrorKind::Tls(SPEAKS_TLS.to_string()))
                     }
+                    // With TLS 1.3 the broker's refusal of the client (no certificate, or one it
+                    // does not trust) arrives as an alert on the first read.
+                    _ if e.kind.to_string().contains("fatal alert") => {
+                        Error::new(ErrorKind::Tls(format!(
+                            "the broker refused the TLS session ({}): if it requires a client certificate, set ssl_certificate_file and ssl_key_file",
+                            e.kind
+                        )))
+                    }
                     ErrorKind::Closed(_) | ErrorKind::Wire(_) | ErrorKind::Timeout(..) => {
                         Error::new(ErrorKind::Protocol(format!(
                             "no Kafka ApiVersions answer ({}); is this a Kafka listener?",

@@ -14,10 +14,16 @@ pub struct StraitRun {
 impl StraitRun {
     /// Starts `strait --log FILTER run --config CONFIG`, logging to `log`.
     pub fn start_with(config: &Path, log: &Path, filter: &str) -> StraitRun {
+        Self::start_with_args(config, log, filter, &[])
+    }
+
+    /// [`StraitRun::start_with`] with more `strait run` arguments.
+    pub fn start_with_args(config: &Path, log: &Path, filter: &str, args: &[&str]) -> StraitRun {
         let file = std::fs::File::create(log).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_strait"))
             .args(["--log", filter, "run", "--config"])
             .arg(config)
+            .args(args)
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()
