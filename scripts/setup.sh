@@ -10,7 +10,11 @@ cd "$(dirname "$0")/.."
 
 NISSHI_VERSION=0.8.1
 packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev chromium)
-command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
+# Apache Kafka 4 needs Java 17 or newer.
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+  packages+=(openjdk-17-jre-headless)
+fi
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 
 missing=()

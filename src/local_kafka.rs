@@ -60,7 +60,8 @@ fn has_kafka_jar(libs: &Path) -> bool {
         d.flatten().any(|e| {
             let n = e.file_name();
             let n = n.to_string_lossy();
-            n.starts_with("kafka_2.13-") && n.ends_with(".jar")
+            // Kafka 4 (KRaft only, log4j 2): what the launcher configures.
+            n.starts_with("kafka_2.13-4.") && n.ends_with(".jar")
         })
     })
 }
@@ -72,11 +73,27 @@ fn java() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("java"))
 }
 
-/// A free TCP port on 127.0.0.1.
+/// A free TCP port on 127.0.0.1, below Linux's ephemeral range (so outgoing connections do
+/// not take it between now and the moment a broker binds it).
 pub fn free_port() -> Result<u16> {
+    use ring::rand::SecureRandom;
+    let rng = ring::rand::SystemRandom::new();
+    for _ in 0..64 {
+        let mut b = [0u8; 2];
+        if rng.fill(&mut b).is_err() {
+            break;
+        }
+        let port = 20_000 + u16::from_le_bytes(b) % 12_000;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     let l = TcpListener::bind("127.0.0.1:0").map_err(Error::from)?;
     Ok(l.local_addr().map_err(Error::from)?.port())
 }
+
+/// Start attempts of a cluster whose node could not bind its ports.
+const START_ATTEMPTS: usize = 3;
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -191,8 +208,24 @@ pub struct KafkaCluster {
 }
 
 impl KafkaCluster {
-    /// Formats and starts a cluster, and waits until every node serves clients.
+    /// Formats and starts a cluster, and waits until every node serves clients. A node that
+    /// could not bind a port (taken meanwhile) makes it start over on other ports.
     pub fn start(opts: KafkaOptions) -> Result<KafkaCluster> {
+        let mut attempt = 1;
+        loop {
+            match KafkaCluster::start_once(opts.clone()) {
+                Err(e)
+                    if attempt < START_ATTEMPTS
+                        && e.to_string().contains("Address already in use") =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn start_once(opts: KafkaOptions) -> Result<KafkaCluster> {
         let libs = kafka_libs()?;
         let n = CLUSTERS.fetch_add(1, Ordering::Relaxed);
         let parent = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -585,15 +618,20 @@ impl KafkaCluster {
         let deadline = Instant::now() + START_TIMEOUT;
         let started_before = self.nodes[i].started_before;
         loop {
-            let n = &mut self.nodes[i];
-            if !n.is_running() {
+            // Any node that died takes the cluster down (no quorum without it): say which.
+            let dead = self
+                .nodes
+                .iter_mut()
+                .position(|n| n.child.is_some() && !n.is_running());
+            if let Some(dead) = dead.map(|d| &self.nodes[d]) {
                 return Err(Error::invalid(format!(
                     "Kafka cluster {}, node {} exited while starting:\n{}",
                     self.name,
-                    n.id,
-                    file_tail(&n.log, 4000)
+                    dead.id,
+                    file_tail(&dead.log, 4000)
                 )));
             }
+            let n = &mut self.nodes[i];
             if count_started(&n.log) > started_before
                 && TcpStream::connect(("127.0.0.1", n.port)).is_ok()
             {

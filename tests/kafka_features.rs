@@ -322,10 +322,23 @@ fn only_a_topics_own_settings_are_copied() {
         Some(&Some("2000000".to_string())),
         "{overrides:?}"
     );
+    // What records the topic keeps, their size and timestamps are copied from the source
+    // whatever sets them; the rest only where the source topic sets it (no broker default such
+    // as segment.bytes or retention.bytes becomes an override).
     assert_eq!(
-        overrides.len(),
-        2,
-        "only the source topic's own settings: {overrides:?}"
+        overrides.get("cleanup.policy"),
+        Some(&Some("delete".to_string())),
+        "{overrides:?}"
+    );
+    assert_eq!(
+        overrides.keys().cloned().collect::<Vec<_>>(),
+        [
+            "cleanup.policy",
+            "max.message.bytes",
+            "message.timestamp.type",
+            "retention.ms"
+        ],
+        "{overrides:?}"
     );
     drop(run);
     proxy.assert_clean();

@@ -838,9 +838,12 @@ impl Cluster {
             .collect())
     }
 
-    /// The configs set on a topic itself (its overrides), as (name, value) pairs: not the
-    /// broker's defaults that DescribeConfigs lists too.
-    pub async fn describe_topic_overrides(&self, topic: &str) -> Result<Vec<(String, String)>> {
+    /// A topic's configs as (name, value, set on the topic itself) triples: DescribeConfigs
+    /// lists the broker's defaults too, which are not the topic's own settings.
+    pub async fn describe_topic_overrides(
+        &self,
+        topic: &str,
+    ) -> Result<Vec<(String, String, bool)>> {
         let mut res = DescribeConfigsResource::default();
         res.resource_type = 2; // TOPIC
         res.resource_name = StrBytes::from_string(topic.to_string());
@@ -868,8 +871,10 @@ impl Cluster {
         const TOPIC_CONFIG: i8 = 1;
         Ok(r.configs
             .iter()
-            .filter(|c| version < 1 || matches!(c.config_source, UNKNOWN | TOPIC_CONFIG))
-            .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+            .filter_map(|c| {
+                let own = version < 1 || matches!(c.config_source, UNKNOWN | TOPIC_CONFIG);
+                Some((c.name.to_string(), c.value.as_ref()?.to_string(), own))
+            })
             .collect())
     }
 

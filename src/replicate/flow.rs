@@ -38,7 +38,16 @@ use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
 use crate::protocol::fetch_session::FetchSession;
 use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
 
-/// Topic configs copied to the remote topic when strait creates it.
+/// Configs whose effective value is copied even when it is the source broker's default: what
+/// records the remote topic keeps, how large they may be and whose timestamps they carry must
+/// be the source topic's, whatever the target brokers' defaults are.
+pub const EFFECTIVE_CONFIGS: &[&str] = &[
+    "cleanup.policy",
+    "max.message.bytes",
+    "message.timestamp.type",
+];
+
+/// Topic configs copied to a remote topic when the source topic sets them.
 pub const REPLICABLE_CONFIGS: &[&str] = &[
     "cleanup.policy",
     "retention.ms",
@@ -125,8 +134,12 @@ pub struct Flow {
     policy: ReplicationPolicy,
     parts: BTreeMap<PartKey, PartState>,
     stored_progress: HashMap<String, Stored>,
-    /// Partitions taken up again after their sequence broke, and how often in a row.
-    resyncs: HashMap<PartKey, u32>,
+    /// Partitions dropped to be taken up again, and how often in a row without an
+    /// acknowledgement: (sequence refused, request failed).
+    resyncs: HashMap<PartKey, (u32, u32)>,
+    /// Partitions dropped to be taken up again and not yet back: topics are refreshed every
+    /// [`RESYNC_DELAY`] until they are.
+    retake: std::collections::BTreeSet<PartKey>,
     producer: Option<ProducerIdentity>,
     topic_lists: Lists,
     reported: HashMap<String, String>,
@@ -286,8 +299,13 @@ const PRODUCE_REQUEST_BYTES: usize = 1 << 20;
 /// back from the target.
 const MAX_SEQUENCE_RETRIES: u32 = 5;
 
-/// Fresh starts of a partition in a row, without an acknowledgement, before it stops.
+/// Fresh starts of a partition in a row after a refused sequence, without an acknowledgement,
+/// before it stops.
 const MAX_RESYNCS: u32 = 3;
+
+/// Fresh starts of a partition in a row after a failed request, without an acknowledgement,
+/// before it stops.
+const MAX_FAILED_RESYNCS: u32 = 10;
 
 /// How long a partition dropped for a fresh start waits: requests still on their way land
 /// first, and a refusal the log does not explain is not retried in a tight loop.
@@ -334,6 +352,7 @@ impl Flow {
             parts: BTreeMap::new(),
             stored_progress: HashMap::new(),
             resyncs: HashMap::new(),
+            retake: Default::default(),
             producer: None,
             topic_lists,
             reported: HashMap::new(),
@@ -420,6 +439,7 @@ impl Flow {
             self.parts.clear();
             self.in_flight.clear();
             self.resyncs.clear();
+            self.retake.clear();
         }
         let mut gained = false;
         let version = own.version();
@@ -449,6 +469,7 @@ impl Flow {
                     tracing::info!(flow = %name, topic = %k.0, partition = k.1, "released to another instance");
                     self.parts.remove(&k);
                     self.resyncs.remove(&k);
+                    self.retake.remove(&k);
                 }
             }
         }
@@ -577,6 +598,19 @@ impl Flow {
                     self.obs.error(&name, "topic_refresh");
                 }
                 next_refresh = now + self.cfg.refresh_topics_interval;
+                // Partitions dropped for a fresh start that could not be taken up yet (the
+                // target or the source not answering) are tried again soon, not at the next
+                // regular refresh.
+                let retake: std::collections::BTreeSet<PartKey> = self
+                    .retake
+                    .iter()
+                    .filter(|k| !self.parts.contains_key(*k) && self.owns_partition(&k.0, k.1))
+                    .cloned()
+                    .collect();
+                self.retake = retake;
+                if !self.retake.is_empty() {
+                    next_refresh = now + RESYNC_DELAY * 2;
+                }
                 // Partitions may have started or stopped: show it at the end of this round
                 // rather than up to STATUS_EVERY later, and plan fetches for them.
                 next_status = now;
@@ -917,7 +951,11 @@ impl Flow {
                 {
                     Ok(c) => c
                         .into_iter()
-                        .filter(|(k, _)| REPLICABLE_CONFIGS.contains(&k.as_str()))
+                        .filter(|(k, _, own)| {
+                            (*own && REPLICABLE_CONFIGS.contains(&k.as_str()))
+                                || EFFECTIVE_CONFIGS.contains(&k.as_str())
+                        })
+                        .map(|(k, v, _)| (k, v))
                         .collect(),
                     Err(e) => {
                         tracing::warn!(flow = %self.name(), %topic, "cannot read topic configs, creating with defaults: {e}");
@@ -969,6 +1007,10 @@ impl Flow {
         let name: Arc<str> = Arc::from(topic);
         for p in 0..partitions.min(remote_partitions) as i32 {
             if self.parts.contains_key(&(Arc::clone(&name), p)) || !self.owns_partition(topic, p) {
+                continue;
+            }
+            if self.awaits_answer(topic, p) {
+                self.refresh_soon = true;
                 continue;
             }
             match self.resume_partition(topic, &remote, p).await {
@@ -1420,7 +1462,11 @@ impl Flow {
                 let uncertain: Vec<PartKey> = f
                     .members
                     .iter()
-                    .filter(|(k, epoch)| self.parts.get(k).is_some_and(|st| st.epoch == *epoch))
+                    .filter(|(k, epoch)| {
+                        self.parts
+                            .get(k)
+                            .is_some_and(|st| st.epoch == *epoch && st.failed.is_none())
+                    })
                     .map(|(k, _)| k.clone())
                     .collect();
                 for k in uncertain {
@@ -1484,6 +1530,8 @@ impl Flow {
                         );
                         tracing::error!(flow = %name, "{msg}");
                         st.failed = Some(msg);
+                        st.in_flight = 0;
+                        st.epoch += 1;
                         continue;
                     }
                     st.records += n as u64;
@@ -1590,19 +1638,29 @@ impl Flow {
     fn resync_partition(&mut self, k: PartKey, refused: bool) {
         let name = self.name();
         let tgt = self.target.name().to_string();
-        let count = if refused {
+        if self.parts.get(&k).is_none_or(|st| st.failed.is_some()) {
+            return;
+        }
+        let (refusals, failures) = {
             let c = self.resyncs.entry(k.clone()).or_default();
-            *c += 1;
+            if refused {
+                c.0 += 1;
+            } else {
+                c.1 += 1;
+            }
             *c
-        } else {
-            0
         };
         let Some(st) = self.parts.get_mut(&k) else {
             return;
         };
-        if count > MAX_RESYNCS {
+        if refusals > MAX_RESYNCS || failures > MAX_FAILED_RESYNCS {
+            let what = if refusals > MAX_RESYNCS {
+                format!("the broker keeps refusing the producer sequence after {MAX_RESYNCS} fresh starts")
+            } else {
+                format!("{MAX_FAILED_RESYNCS} Produce requests in a row failed")
+            };
             let msg = format!(
-                "cluster {tgt}, topic {}, partition {}, target offset {}: the broker keeps refusing the producer sequence after {MAX_RESYNCS} fresh starts; partition stopped",
+                "cluster {tgt}, topic {}, partition {}, target offset {}: {what}; partition stopped",
                 st.target_topic,
                 k.1,
                 st.map.target_next()
@@ -1627,7 +1685,18 @@ impl Flow {
             },
         );
         self.parts.remove(&k);
+        self.retake.insert(k);
         self.refresh_soon = true;
+    }
+
+    /// Whether a Produce request carrying the partition is still awaited: it is not taken up
+    /// again before (what it wrote must be visible to the read-back, or refused).
+    fn awaits_answer(&self, topic: &str, partition: i32) -> bool {
+        self.in_flight.iter().any(|f| {
+            f.members
+                .iter()
+                .any(|((t, p), _)| **t == *topic && *p == partition)
+        })
     }
 
     /// Topics whose partitions move no data now (paused mirrors).

@@ -213,6 +213,16 @@ impl Flow {
             return Ok(Start::Foreign { map, writer, why });
         }
         let repeats: Vec<&OwnBatch> = batches.iter().filter(|b| b.repeat).collect();
+        if let (Some(first), true) = (repeats.first(), self.mirror.is_some()) {
+            // A mirror topic holds each source record once, at its offset: a second copy
+            // cannot be left out there.
+            let why = format!(
+                "{} records from offset {} are second copies of batches strait had written (the broker had forgotten strait's producer state, see producer.id.expiration.ms)",
+                repeats.iter().map(|b| b.span).sum::<i64>(),
+                first.base_offset
+            );
+            return Ok(Start::Foreign { map, writer, why });
+        }
         if let Some(first) = repeats.first() {
             let records: i64 = repeats.iter().map(|b| b.span).sum();
             tracing::warn!(flow = %self.name(), "cluster {}, topic {remote}, partition {partition}: {records} records in {} batches from target offset {} are second copies of batches strait had written (the broker had forgotten strait's producer state, see producer.id.expiration.ms); they are left out of the offset map", self.target.name(), repeats.len(), first.base_offset);
@@ -443,7 +453,7 @@ impl PlannedSource {
 }
 
 /// Empty source reads in a row before a take-up gives up for now.
-const EMPTY_READS: u32 = 10;
+const EMPTY_READS: u32 = 3;
 
 /// The offset of a legacy (magic 0/1) message set entry.
 fn legacy_offset(raw: &Bytes) -> Option<i64> {
