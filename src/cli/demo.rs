@@ -240,6 +240,10 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
     let target = Cluster::connect(ClusterConfig::new(b.name(), b.addr())).await?;
     let (topic, remote, partitions) = ("global_iot", "cluster_a.global_iot", 5);
     source.create_topic(topic, partitions, 1, &[]).await?;
+    // Apache Kafka answers CreateTopics before the new partitions' leader knows it leads them:
+    // wait until each answers ListOffsets (retried) before writing.
+    let all: Vec<i32> = (0..partitions).collect();
+    source.list_offsets(topic, &all, LATEST).await?;
     let first = args.records / 2;
     eprintln!(
         "writing {first} readings ({}) to {topic} on cluster_a ...",
