@@ -1,4 +1,4 @@
-//! `strait demo`: two local clusters (nisshi brokers started by this command), a topic with
+//! `strait demo`: two local clusters (Apache Kafka, or nisshi with `--broker nisshi`, started by this command), a topic with
 //! data, a replication of it, and a side-by-side view of the result.
 
 use std::fmt::Write as _;

@@ -64,7 +64,7 @@ pub enum Command {
     /// rate, group checkpoints, and catch-up progress.
     Status(status::StatusArgs),
     /// Measure replication throughput, CPU per GB, peak RSS and latency against the target's
-    /// direct-write ceiling and a socket relay's floor (two local nisshi brokers by default).
+    /// direct-write ceiling and a socket relay's floor (two local Apache Kafka clusters by default).
     Bench(bench::BenchArgs),
     /// The socket-to-socket relay `strait bench` measures as the floor.
     #[command(hide = true)]
