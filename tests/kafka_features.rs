@@ -14,7 +14,9 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
 use support::data::watermarks;
-use support::kafka::{start_kafka, start_kafka_behind_proxy, KafkaCluster};
+use support::kafka::{
+    start_kafka, start_kafka_behind_proxy, start_kafka_with, KafkaCluster, KafkaOptions,
+};
 use support::{
     consume_all, create_topic, produce_records, topic_name, Codec, StraitRun, TestRecord,
 };
@@ -339,6 +341,108 @@ fn only_a_topics_own_settings_are_copied() {
             "retention.ms"
         ],
         "{overrides:?}"
+    );
+    drop(run);
+    proxy.assert_clean();
+}
+
+/// A compacted source topic after Apache Kafka's own log cleaner removed records (offset gaps
+/// inside and between batches): replicated with the offset map, every key's latest value on
+/// the target, in the source's order.
+#[test]
+fn a_topic_compacted_by_the_log_cleaner_is_replicated_exactly() {
+    let mut opts = KafkaOptions::new("a");
+    opts.properties = vec![
+        ("log.cleaner.backoff.ms".into(), "300".into()),
+        ("log.cleaner.min.compaction.lag.ms".into(), "0".into()),
+    ];
+    let a = start_kafka_with(opts);
+    // The target's cleaner waits (it would compact the copy too, which is not under test).
+    let mut target = KafkaOptions::new("b");
+    target.properties = vec![("log.cleaner.backoff.ms".into(), "3600000".into())];
+    let (b, proxy) =
+        support::kafka::start_kafka_behind_proxy_with(target, support::ProxyConfig::default());
+    let topic = "compacted";
+    support::data::create_topic_with_config(
+        &a.bootstrap(),
+        topic,
+        1,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.ms", "100"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+            ("delete.retention.ms", "100"),
+        ],
+    );
+    // Ten rounds over the same 20 keys, in separate segments (time-rolled).
+    let mut produced = 0;
+    for round in 0..10 {
+        let records: Vec<TestRecord> = (0..100)
+            .map(|i| TestRecord {
+                partition: Some(0),
+                ..TestRecord::kv(format!("key-{}", i % 20), format!("r{round}-{i}"))
+            })
+            .collect();
+        produce_records(&a.bootstrap(), topic, &records, Codec::Lz4);
+        produced += records.len();
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Until the cleaner has removed records (offsets no longer contiguous).
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let source = loop {
+        let end = watermarks(&a.bootstrap(), topic)[0].1 as usize;
+        let got = consume_all(&a.bootstrap(), topic, end, Duration::from_secs(5));
+        if got.len() < produced {
+            break got;
+        }
+        assert!(Instant::now() < deadline, "the log cleaner never ran");
+        // New records roll the active segment so the older ones can be cleaned.
+        produce_records(
+            &a.bootstrap(),
+            topic,
+            &[TestRecord {
+                partition: Some(0),
+                ..TestRecord::kv("key-0", "tick")
+            }],
+            Codec::None,
+        );
+        produced += 1;
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let end = watermarks(&a.bootstrap(), topic)[0].1;
+    let dir = std::env::temp_dir().join(topic_name("compacted"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(&dir, &a, &b.bootstrap(), topic, "");
+    let run = StraitRun::start(&config, &dir.join("run.log"));
+    let remote = format!("a.{topic}");
+    let b_direct = b.direct_bootstrap();
+    // Every source record that survived the cleaner is on the target, renumbered contiguously.
+    wait_until(
+        "the compacted topic on b",
+        Duration::from_secs(60),
+        &run,
+        || watermarks(&b_direct, &remote).first().map(|w| w.1) == Some(source.len() as i64),
+    );
+    let target = consume_all(&b_direct, &remote, source.len(), Duration::from_secs(30));
+    let pairs = |v: &[support::OwnedRecord]| -> Vec<(Vec<u8>, Vec<u8>)> {
+        v.iter()
+            .map(|r| {
+                (
+                    r.key.clone().unwrap_or_default(),
+                    r.value.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        pairs(&target),
+        pairs(&source),
+        "the source's records, in order"
+    );
+    assert!(
+        source.last().map(|r| r.offset + 1) <= Some(end),
+        "source offsets have gaps: {} records below offset {end}",
+        source.len()
     );
     drop(run);
     proxy.assert_clean();
