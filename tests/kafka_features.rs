@@ -92,6 +92,9 @@ fn only_committed_transactions_reach_the_target() {
                 committed.push((p, value));
             }
         }
+        // Sent before the end of the transaction (librdkafka drops what is still queued when
+        // a transaction aborts): the aborted records really are in the source log.
+        producer.flush(Duration::from_secs(30)).expect("flush");
         if keep {
             producer
                 .commit_transaction(Duration::from_secs(30))
@@ -444,6 +447,138 @@ fn a_topic_compacted_by_the_log_cleaner_is_replicated_exactly() {
         "source offsets have gaps: {} records below offset {end}",
         source.len()
     );
+    drop(run);
+    proxy.assert_clean();
+}
+
+/// Groups positioned inside and after source transactions fail over exactly: `strait offsets
+/// --export` translates their offsets across the dropped ranges (aborted records and markers),
+/// and a read_committed consumer of the target starts at exactly the next committed record. A
+/// read_uncommitted reader of the target sees the same records (strait writes no transaction
+/// there).
+#[test]
+fn groups_inside_and_after_transactions_fail_over_exactly() {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::{Message, Offset, TopicPartitionList};
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let topic = "ledger";
+    create_topic(&a.bootstrap(), topic, 1);
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", a.bootstrap())
+        .set("transactional.id", topic_name("ledger-txn"))
+        .create()
+        .expect("transactional producer");
+    producer
+        .init_transactions(Duration::from_secs(30))
+        .expect("init");
+    // Committed A (0..49, marker 50), aborted B (51..100, marker 101), committed C (102..151,
+    // marker 152).
+    for (name, commit) in [("A", true), ("B", false), ("C", true)] {
+        producer.begin_transaction().expect("begin");
+        for i in 0..50 {
+            let v = format!("{name}-{i}");
+            producer
+                .send(BaseRecord::to(topic).partition(0).key("k").payload(&v))
+                .map_err(|(e, _)| e)
+                .expect("send");
+        }
+        // Sent before the end of the transaction (librdkafka drops what is still queued when
+        // a transaction aborts).
+        producer.flush(Duration::from_secs(30)).expect("flush");
+        if commit {
+            producer
+                .commit_transaction(Duration::from_secs(30))
+                .expect("commit");
+        } else {
+            producer
+                .abort_transaction(Duration::from_secs(30))
+                .expect("abort");
+        }
+    }
+    assert_eq!(watermarks(&a.bootstrap(), topic)[0].1, 153);
+    // g.inside has read A (next: 51, inside the aborted transaction); g.after everything.
+    let commit = |group: &str, offset: i64| {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", a.bootstrap())
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 0, Offset::Offset(offset))
+            .expect("tpl");
+        c.commit(&tpl, CommitMode::Sync).expect("commit");
+    };
+    commit("g.inside", 51);
+    commit("g.after", 153);
+
+    let dir = std::env::temp_dir().join(topic_name("txn-failover"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write_config(
+        &dir,
+        &a,
+        &b.bootstrap(),
+        topic,
+        "groups = [\"g\\\\..*\"]\ncheckpoint_interval_secs = 1\n",
+    );
+    let run = StraitRun::start(&config, &dir.join("run.log"));
+    let remote = format!("a.{topic}");
+    let b_direct = b.direct_bootstrap();
+    wait_until("A and C on b", Duration::from_secs(60), &run, || {
+        watermarks(&b_direct, &remote).first().map(|w| w.1) == Some(100)
+    });
+    let export = |group: &str| -> Option<i64> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(["offsets", "--config"])
+            .arg(&config)
+            .args([
+                "--source", "a", "--target", "b", "--group", group, "--export",
+            ])
+            .output()
+            .expect("strait offsets");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find(|l| l.starts_with(&format!("{remote},0,")))
+            .and_then(|l| l.rsplit(',').next()?.parse().ok())
+    };
+    let mut translated = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while translated.0.is_none() || translated.1.is_none() {
+        translated = (export("g.inside"), export("g.after"));
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoints: {translated:?}\n{}",
+            run.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // A took target offsets 0..49 and C 50..99: inside B is just before C; the end is 100.
+    assert_eq!(translated, (Some(50), Some(100)));
+
+    // The group moves: a read_committed consumer of the target from the translated offset reads
+    // exactly C's first record; both isolation levels see the same log (no transaction there).
+    for isolation in ["read_committed", "read_uncommitted"] {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &b_direct)
+            .set("group.id", topic_name("reader"))
+            .set("isolation.level", isolation)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&remote, 0, Offset::Offset(50))
+            .expect("tpl");
+        c.assign(&tpl).expect("assign");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let first = loop {
+            if let Some(Ok(m)) = c.poll(Duration::from_millis(200)) {
+                break String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+            }
+            assert!(Instant::now() < deadline, "{isolation}: nothing to read");
+        };
+        assert_eq!(first, "C-0", "{isolation}");
+    }
     drop(run);
     proxy.assert_clean();
 }

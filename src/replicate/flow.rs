@@ -1541,6 +1541,13 @@ impl Flow {
                         out.batch.base_sequence(),
                         out.batch.records_count(),
                     );
+                    if st.queue.is_empty() && st.planner.next_offset() > st.map.source_next() {
+                        // Offsets planned after this batch that became no target record (a
+                        // transaction marker closing the source log): everything below the
+                        // next fetch is accounted for, so a group committed there translates.
+                        let from = st.map.source_next();
+                        st.map.record_dropped(from, st.planner.next_offset());
+                    }
                     if !self.resyncs.is_empty() {
                         self.resyncs.remove(k);
                     }
