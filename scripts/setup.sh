@@ -50,6 +50,10 @@ export PATH="$HOME/.cargo/bin:$PATH"
 have_nisshi() {
   command -v nisshi >/dev/null 2>&1 && nisshi --version 2>/dev/null | grep -q "$NISSHI_VERSION"
 }
+if [ -n "${STRAIT_SKIP_NISSHI:-}" ]; then
+  echo "setup: ready (Apache Kafka $KAFKA_VERSION; nisshi not needed here)"
+  exit 0
+fi
 if ! have_nisshi; then
   echo "setup: installing nisshi $NISSHI_VERSION (one time, about 15 minutes)"
   cargo install "nisshi@$NISSHI_VERSION" --locked --ignore-rust-version \
