@@ -385,9 +385,19 @@ pub fn watermarks(bootstrap: &str, topic: &str) -> Vec<(i64, i64)> {
     let n = partition_count_with(&consumer, topic);
     (0..n as i32)
         .map(|p| {
-            consumer
-                .fetch_watermarks(topic, p, Duration::from_secs(10))
-                .unwrap_or_else(|e| panic!("fetch_watermarks({topic}/{p}): {e}"))
+            // A partition just created or whose leader moves answers NotLeaderForPartition for
+            // a moment (Apache Kafka): asked again for up to 20 s.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                match consumer.fetch_watermarks(topic, p, Duration::from_secs(10)) {
+                    Ok(w) => break w,
+                    Err(e) if Instant::now() < deadline => {
+                        eprintln!("fetch_watermarks({topic}/{p}): {e}; asking again");
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                    Err(e) => panic!("fetch_watermarks({topic}/{p}): {e}"),
+                }
+            }
         })
         .collect()
 }
