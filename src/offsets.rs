@@ -668,7 +668,7 @@ impl OffsetMap {
 
 /// Appends `value` (non-negative by the map's invariants; negative values are written as 0) as
 /// an unsigned LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, value: i64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, value: i64) {
     let mut v = u64::try_from(value).unwrap_or(0);
     loop {
         let byte = (v & 0x7f) as u8;

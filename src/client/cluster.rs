@@ -811,28 +811,8 @@ impl Cluster {
         &self,
         topic: &str,
     ) -> Result<Vec<(String, Option<String>)>> {
-        let mut res = DescribeConfigsResource::default();
-        res.resource_type = 2; // TOPIC
-        res.resource_name = StrBytes::from_string(topic.to_string());
-        res.configuration_keys = None;
-        let mut req = DescribeConfigsRequest::default();
-        req.resources = vec![res];
-        let (_, resp) = self.send(Route::Any, &req).await?;
-        let r = resp.results.first().ok_or_else(|| {
-            self.ctx(Error::new(ErrorKind::Protocol(
-                "DescribeConfigs answer is empty".into(),
-            )))
-        })?;
-        if r.error_code != error_code::NONE {
-            return Err(self.ctx(
-                Error::broker(
-                    r.error_code,
-                    r.error_message.as_ref().map(|m| m.to_string()),
-                )
-                .topic(topic),
-            ));
-        }
-        Ok(r.configs
+        let (_, configs) = self.describe_topic(topic).await?;
+        Ok(configs
             .iter()
             .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
             .collect())
@@ -844,6 +824,28 @@ impl Cluster {
         &self,
         topic: &str,
     ) -> Result<Vec<(String, String, bool)>> {
+        let (version, configs) = self.describe_topic(topic).await?;
+        // `config_source` (v1+): 1 is the topic's own setting; 0 (unknown) comes from brokers
+        // that do not say, whose values are all taken as the old versions of strait did.
+        const UNKNOWN: i8 = 0;
+        const TOPIC_CONFIG: i8 = 1;
+        Ok(configs
+            .iter()
+            .filter_map(|c| {
+                let own = version < 1 || matches!(c.config_source, UNKNOWN | TOPIC_CONFIG);
+                Some((c.name.to_string(), c.value.as_ref()?.to_string(), own))
+            })
+            .collect())
+    }
+
+    /// DescribeConfigs of one topic: the version used and the configs answered.
+    async fn describe_topic(
+        &self,
+        topic: &str,
+    ) -> Result<(
+        i16,
+        Vec<kafka_protocol::messages::describe_configs_response::DescribeConfigsResourceResult>,
+    )> {
         let mut res = DescribeConfigsResource::default();
         res.resource_type = 2; // TOPIC
         res.resource_name = StrBytes::from_string(topic.to_string());
@@ -851,7 +853,7 @@ impl Cluster {
         let mut req = DescribeConfigsRequest::default();
         req.resources = vec![res];
         let (version, resp) = self.send(Route::Any, &req).await?;
-        let r = resp.results.first().ok_or_else(|| {
+        let r = resp.results.into_iter().next().ok_or_else(|| {
             self.ctx(Error::new(ErrorKind::Protocol(
                 "DescribeConfigs answer is empty".into(),
             )))
@@ -865,17 +867,7 @@ impl Cluster {
                 .topic(topic),
             ));
         }
-        // `config_source` (v1+): 1 is the topic's own setting; 0 (unknown) comes from brokers
-        // that do not say, whose values are all taken as the old versions of strait did.
-        const UNKNOWN: i8 = 0;
-        const TOPIC_CONFIG: i8 = 1;
-        Ok(r.configs
-            .iter()
-            .filter_map(|c| {
-                let own = version < 1 || matches!(c.config_source, UNKNOWN | TOPIC_CONFIG);
-                Some((c.name.to_string(), c.value.as_ref()?.to_string(), own))
-            })
-            .collect())
+        Ok((version, r.configs))
     }
 
     /// The coordinator node of a consumer group.

@@ -1046,41 +1046,24 @@ impl Flow {
         Ok(())
     }
 
+    /// One partition of the source at `offset`, read as the data path reads
+    /// (READ_COMMITTED), so a take-up plans exactly the batches the data path planned.
     async fn fetch_one(
         &self,
         topic: &str,
         partition: i32,
         offset: i64,
     ) -> Result<FetchedPartition> {
-        let (leader, epoch) = self.source.leader(topic, partition).await?;
-        let spec = FetchPartitionSpec {
-            topic: topic.into(),
+        let isolation = crate::protocol::fetch::READ_COMMITTED;
+        fetch_partition(
+            &self.source,
+            topic,
             partition,
             offset,
-            current_leader_epoch: epoch,
-            max_bytes: self.cfg.fetch_max_bytes,
-        };
-        // Read as the data path reads (READ_COMMITTED), so a take-up plans exactly the batches
-        // the data path planned: aborted transactions dropped the same way.
-        let limits = FetchLimits {
-            max_wait_ms: 0,
-            max_bytes: self.cfg.fetch_max_bytes,
-            isolation_level: crate::protocol::fetch::READ_COMMITTED,
-            ..FetchLimits::default()
-        };
-        let resp = self.source.fetch(leader, &[spec], &limits).await?;
-        let p = resp
-            .partitions
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::invalid("empty fetch response"))?;
-        if p.error_code != error_code::NONE {
-            return Err(Error::broker(p.error_code, None)
-                .cluster(self.source.name())
-                .partition(topic, partition)
-                .offset(offset));
-        }
-        Ok(p)
+            self.cfg.fetch_max_bytes,
+            isolation,
+        )
+        .await
     }
 
     fn per_partition_cap(&self) -> usize {
@@ -2473,6 +2456,45 @@ async fn write_heartbeat(cluster: &Cluster, source: &str, target: &str) -> Resul
 
 fn mm2_err(e: mm2::Mm2FormatError) -> Error {
     Error::invalid(format!("MirrorMaker 2 record: {e}"))
+}
+
+/// One partition of `cluster` at `offset` (no wait), `max_bytes` at most, at `isolation`. A
+/// partition error names the cluster, topic, partition and offset.
+async fn fetch_partition(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_bytes: i32,
+    isolation: i8,
+) -> Result<FetchedPartition> {
+    let (leader, epoch) = cluster.leader(topic, partition).await?;
+    let spec = FetchPartitionSpec {
+        topic: topic.into(),
+        partition,
+        offset,
+        current_leader_epoch: epoch,
+        max_bytes,
+    };
+    let limits = FetchLimits {
+        max_wait_ms: 0,
+        max_bytes,
+        isolation_level: isolation,
+        ..FetchLimits::default()
+    };
+    let resp = cluster.fetch(leader, &[spec], &limits).await?;
+    let p = resp
+        .partitions
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::invalid("empty fetch response"))?;
+    if p.error_code != error_code::NONE {
+        return Err(Error::broker(p.error_code, None)
+            .cluster(cluster.name())
+            .partition(topic, partition)
+            .offset(offset));
+    }
+    Ok(p)
 }
 
 fn first_source_offset(out: &Outgoing) -> i64 {

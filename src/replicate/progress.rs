@@ -106,23 +106,11 @@ pub fn encode(map: &OffsetMap, writer: Option<Writer>) -> Vec<u8> {
     let mut out = map.encode();
     if let Some(w) = writer {
         out.push(WRITER_TAG);
-        put_varint(&mut out, w.producer_id.max(0) as u64);
-        put_varint(&mut out, i64::from(w.producer_epoch).max(0) as u64);
-        put_varint(&mut out, i64::from(w.next_sequence).max(0) as u64);
+        crate::offsets::put_varint(&mut out, w.producer_id);
+        crate::offsets::put_varint(&mut out, i64::from(w.producer_epoch));
+        crate::offsets::put_varint(&mut out, i64::from(w.next_sequence));
     }
     out
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
 }
 
 fn take_varint(bytes: &mut &[u8]) -> Option<i64> {

@@ -21,8 +21,7 @@ use crate::error::{Error, Result};
 use crate::forward::{Outgoing, PartitionPlanner};
 use crate::mirror::{offsets_mode, OffsetsMode};
 use crate::offsets::OffsetMap;
-use crate::protocol::error_code;
-use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, READ_UNCOMMITTED};
+use crate::protocol::fetch::READ_UNCOMMITTED;
 use crate::records::{split, Entry};
 use crate::replicate::progress::{
     self, check_landed, Landed, LandedBatch, OwnBatch, Progress, Writer,
@@ -277,29 +276,15 @@ impl Flow {
         let mut out = Vec::new();
         let mut offset = from;
         while offset < end {
-            let (leader, epoch) = self.target.leader(topic, partition).await?;
-            let spec = FetchPartitionSpec {
-                topic: topic.into(),
+            let p = super::fetch_partition(
+                &self.target,
+                topic,
                 partition,
                 offset,
-                current_leader_epoch: epoch,
-                max_bytes: self.cfg.fetch_max_bytes,
-            };
-            let limits = FetchLimits {
-                max_wait_ms: 0,
-                max_bytes: self.cfg.fetch_max_bytes,
-                isolation_level: READ_UNCOMMITTED,
-                ..FetchLimits::default()
-            };
-            let resp = self.target.fetch(leader, &[spec], &limits).await?;
-            let p = resp
-                .partitions
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::invalid("empty fetch response"))?;
-            if p.error_code != error_code::NONE {
-                return Err(Error::broker(p.error_code, None).offset(offset));
-            }
+                self.cfg.fetch_max_bytes,
+                READ_UNCOMMITTED,
+            )
+            .await?;
             let before = offset;
             for entry in split(p.records.clone()) {
                 match entry {
