@@ -3,8 +3,7 @@
 # clusters, a replication, the result). Extra arguments go to `strait demo` (e.g. --keep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The demo runs on Apache Kafka: nisshi (the tests' second broker) is not installed for it.
-STRAIT_SKIP_NISSHI=1 bash scripts/setup.sh
+bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --locked --bin strait
 exec ./target/release/strait demo "$@"

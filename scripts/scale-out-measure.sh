@@ -2,7 +2,9 @@
 # usage: scripts/scale-out-measure.sh N [RECORDS]  -- replicate RECORDS (default 500 000) x 1 KB, 16-partition backlog with N strait instances
 # Fills the source with examples/fill, starts N `strait run` under /usr/bin/time -v, polls the
 # target until every record is there, prints the times, `strait members`, and each instance's
-# CPU time and peak RSS. Needs nisshi on PATH (scripts/setup.sh installs it).
+# CPU time and peak RSS. Runs on two nisshi brokers: needs nisshi on PATH, which scripts/setup.sh
+# does not install (`cargo install nisshi@0.8.1 --locked --ignore-rust-version
+# --no-default-features --features dynostore,libsql`, about 15 minutes).
 set -u
 N=$1
 RECORDS=${2:-500000}

@@ -3,12 +3,13 @@
 # - Debian packages to build librdkafka from source (the rdkafka dev-dependency, cmake-build);
 # - chromium, the headless browser of the status page test (tests/observe.rs);
 # - Apache Kafka (the reference broker of the tests), fetched with Maven into
-#   ~/.cache/strait/kafka-<version>/libs, unless KAFKA_HOME names a distribution (its libs/);
-# - nisshi, the Kafka-compatible test broker, into ~/.cargo/bin (about 15 minutes the first time).
+#   ~/.cache/strait/kafka-<version>/libs, unless KAFKA_HOME names a distribution (its libs/).
+# - a nightly Rust toolchain and cargo-fuzz, for the fuzz targets in fuzz/ (libFuzzer).
+# nisshi (the optional `--broker nisshi` of `strait demo` and `strait bench`) is not installed:
+# no test needs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-NISSHI_VERSION=0.8.1
 packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev chromium)
 # Apache Kafka 4 needs Java 17 or newer.
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
@@ -46,17 +47,15 @@ else
   mv "$tmp" "$kafka_libs"
 fi
 
+# The fuzz targets build with nightly Rust (sanitizers) and cargo-fuzz.
 export PATH="$HOME/.cargo/bin:$PATH"
-have_nisshi() {
-  command -v nisshi >/dev/null 2>&1 && nisshi --version 2>/dev/null | grep -q "$NISSHI_VERSION"
-}
-if [ -n "${STRAIT_SKIP_NISSHI:-}" ]; then
-  echo "setup: ready (Apache Kafka $KAFKA_VERSION; nisshi not needed here)"
-  exit 0
+if ! rustup toolchain list | grep -q '^nightly'; then
+  echo "setup: installing the nightly Rust toolchain (fuzz targets)"
+  rustup toolchain install nightly --profile minimal
 fi
-if ! have_nisshi; then
-  echo "setup: installing nisshi $NISSHI_VERSION (one time, about 15 minutes)"
-  cargo install "nisshi@$NISSHI_VERSION" --locked --ignore-rust-version \
-    --no-default-features --features dynostore,libsql
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  echo "setup: installing cargo-fuzz"
+  cargo install cargo-fuzz --locked --version 0.13.2
 fi
-echo "setup: ready ($(nisshi --version 2>/dev/null | head -n1); Apache Kafka $KAFKA_VERSION)"
+
+echo "setup: ready (Apache Kafka $KAFKA_VERSION)"

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then format check, lints and every test
-# (unit, property, protocol conformance, integration against Apache Kafka and nisshi brokers).
+# (unit, property, protocol conformance, integration against Apache Kafka clusters).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
+# The API documentation builds without a warning (every public item documented), and its
+# examples compile.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked
+cargo test --doc --locked
 # One test at a time within each test binary: the integration tests start Apache Kafka
 # clusters and time group sessions, which two at once on a 2-core machine would make flaky.
 RUST_TEST_THREADS=1 cargo test --locked --all-targets --no-fail-fast
+# Every fuzz target for a few seconds from its committed corpus (a long run: see scripts/fuzz.sh).
+bash scripts/fuzz.sh

@@ -61,8 +61,9 @@ pub fn nisshi_path(explicit: Option<&Path>) -> Result<PathBuf> {
     }
     candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
         Error::invalid(
-            "nisshi not found: run `bash scripts/setup.sh` (or `cargo install nisshi@0.8.1 --locked \
-             --ignore-rust-version --no-default-features --features dynostore,libsql`)",
+            "nisshi not found (scripts/setup.sh does not install it): install it with `cargo install \
+             nisshi@0.8.1 --locked --ignore-rust-version --no-default-features --features \
+             dynostore,libsql`, or pass its path",
         )
     })
 }

@@ -102,6 +102,9 @@ pub struct KafkaOptions {
     pub name: String,
     /// Nodes (each broker and controller); 3 where leadership has to move.
     pub nodes: usize,
+    /// Per node, the client port to listen on; a free one where `None` or missing. A start that
+    /// cannot bind a port given here fails with the node's log (no new attempt on other ports).
+    pub ports: Vec<Option<u16>>,
     /// Per node, the port advertised to clients instead of its own (a proxy in front of it).
     pub advertised_ports: Vec<Option<u16>>,
     /// Extra `server.properties` lines.
@@ -144,6 +147,7 @@ impl KafkaOptions {
         KafkaOptions {
             name: name.to_string(),
             nodes: 1,
+            ports: Vec::new(),
             advertised_ports: Vec::new(),
             properties: Vec::new(),
             heap: "384m".to_string(),
@@ -201,6 +205,8 @@ impl KafkaNode {
 #[derive(Debug)]
 pub struct KafkaCluster {
     name: String,
+    /// The id its storage was formatted with (random, as Kafka's own tools make them).
+    cluster_id: String,
     dir: PathBuf,
     libs: PathBuf,
     opts: KafkaOptions,
@@ -209,13 +215,15 @@ pub struct KafkaCluster {
 
 impl KafkaCluster {
     /// Formats and starts a cluster, and waits until every node serves clients. A node that
-    /// could not bind a port (taken meanwhile) makes it start over on other ports.
+    /// could not bind a port it picked (taken meanwhile) makes it start over on other ports.
     pub fn start(opts: KafkaOptions) -> Result<KafkaCluster> {
         let mut attempt = 1;
+        let ports_given = opts.ports.iter().any(Option::is_some);
         loop {
             match KafkaCluster::start_once(opts.clone()) {
                 Err(e)
                     if attempt < START_ATTEMPTS
+                        && !ports_given
                         && e.to_string().contains("Address already in use") =>
                 {
                     attempt += 1;
@@ -238,7 +246,10 @@ impl KafkaCluster {
         fs::create_dir_all(&dir).map_err(Error::from)?;
         let mut nodes = Vec::new();
         for i in 0..opts.nodes.max(1) {
-            let port = free_port()?;
+            let port = match opts.ports.get(i).copied().flatten() {
+                Some(port) => port,
+                None => free_port()?,
+            };
             nodes.push(KafkaNode {
                 id: i + 1,
                 port,
@@ -269,6 +280,7 @@ impl KafkaCluster {
         }
         let mut cluster = KafkaCluster {
             name: opts.name.clone(),
+            cluster_id: random_cluster_id(),
             dir,
             libs,
             opts,
@@ -316,6 +328,11 @@ impl KafkaCluster {
     /// The cluster's label.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The cluster id its storage was formatted with: what Metadata and DescribeCluster answer.
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
     }
 
     /// Its folder (configs, data, logs).
@@ -553,7 +570,7 @@ impl KafkaCluster {
     }
 
     fn format(&self) -> Result<()> {
-        let id = random_cluster_id();
+        let id = &self.cluster_id;
         let scram: Vec<String> = self
             .opts
             .security

@@ -135,16 +135,13 @@ fn export(
     )
 }
 
-/// Applies `strait offsets --export`'s CSV for `group`: on Apache Kafka with its own
+/// Applies `strait offsets --export`'s CSV for `group` with Apache Kafka's own
 /// `kafka-consumer-groups --reset-offsets --from-file FILE --execute` (the tool's class from
-/// `kafka-tools`), on nisshi with client calls that do the same.
+/// `kafka-tools`, in the jars the test brokers run from).
 fn apply(bootstrap: &str, group: &str, offsets: &BTreeMap<(String, i32), i64>) {
-    if let Ok(libs) = strait::local_kafka::kafka_libs() {
-        if std::env::var("STRAIT_TEST_BROKER").map_or(true, |v| v != "nisshi") {
-            return reset_with_kafka_tool(&libs, bootstrap, group, offsets);
-        }
-    }
-    commit_with_client(bootstrap, group, offsets);
+    let libs = strait::local_kafka::kafka_libs()
+        .unwrap_or_else(|e| panic!("Apache Kafka's jars for kafka-consumer-groups: {e}"));
+    reset_with_kafka_tool(&libs, bootstrap, group, offsets);
 }
 
 fn reset_with_kafka_tool(
@@ -190,23 +187,6 @@ fn reset_with_kafka_tool(
             "{row}"
         );
     }
-}
-
-/// Commits `offsets` for `group` with a client, as `kafka-consumer-groups --reset-offsets
-/// --from-file` would.
-fn commit_with_client(bootstrap: &str, group: &str, offsets: &BTreeMap<(String, i32), i64>) {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("admin-like consumer");
-    let mut tpl = TopicPartitionList::new();
-    for ((t, p), o) in offsets {
-        tpl.add_partition_offset(t, *p, Offset::Offset(*o))
-            .expect("tpl");
-    }
-    c.commit(&tpl, CommitMode::Sync).expect("reset offsets");
 }
 
 #[test]

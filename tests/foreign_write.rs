@@ -6,8 +6,8 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use support::strait::status_get;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -19,26 +19,6 @@ use support::{
 };
 
 const TOPIC: &str = "events";
-
-/// GET `path` from the status server; (status code, body).
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let code = text.split_whitespace().nth(1)?.parse().ok()?;
-    let body = text
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    Some((code, body))
-}
 
 fn write_config(dir: &Path, a: &KafkaCluster, b: &str, mirror: bool, http: u16) -> PathBuf {
     let config = dir.join("strait.toml");
@@ -97,7 +77,7 @@ fn scenario(mirror: bool) {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(
-        http_get(http, "/ready").map(|r| r.0),
+        status_get(http, "/ready").map(|r| r.0),
         Some(200),
         "{}",
         s1.log()
@@ -122,14 +102,14 @@ fn scenario(mirror: bool) {
     one(&a.bootstrap(), TOPIC, "src-11");
     let deadline = Instant::now() + Duration::from_secs(60);
     let body = loop {
-        match http_get(http, "/ready") {
+        match status_get(http, "/ready") {
             Some((503, body)) if body.contains("\"reason\"") => break body,
             _ => {}
         }
         assert!(
             Instant::now() < deadline,
             "/ready never reported the stopped partition ({:?}):\n{}",
-            http_get(http, "/ready"),
+            status_get(http, "/ready"),
             s2.log()
         );
         std::thread::sleep(Duration::from_millis(300));

@@ -6,14 +6,16 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::data::watermarks;
+use strait::assignment::{Assignment, WorkItem};
+use strait::replicate::membership::group_id;
+use support::data::{group_assignments, watermarks};
 use support::kafka::{start_kafka, start_kafka_behind_proxy, KafkaCluster};
 use support::{
     consume_all, create_topic, produce_records, topic_name, Codec, StraitRun, TestRecord,
@@ -287,6 +289,205 @@ fn late_requests_of_a_replaced_instance_land_nothing_twice() {
     assert_exactly_once(&a, &b_direct, total);
     assert_never_stopped(&[&s2]);
     drop(s2);
+    proxy.assert_clean();
+}
+
+/// The coordinator's assignments of the instance group (decoded from DescribeGroups by rdkafka):
+/// member id → its units: the source partitions it replicates (of `events` and of the
+/// replicated `heartbeats` topic) as (topic, partition), the flow's duties as (name, -1);
+/// `None` unless the group is stable.
+fn coordinator_view(
+    b_direct: &str,
+    group: &str,
+) -> Option<BTreeMap<String, BTreeSet<(String, i32)>>> {
+    let (state, members) = group_assignments(b_direct, group);
+    if state != "Stable" {
+        return None;
+    }
+    let mut view = BTreeMap::new();
+    for (id, bytes) in members {
+        let a = Assignment::decode(&bytes).expect("the coordinator holds strait's assignment");
+        let parts = a
+            .items
+            .iter()
+            .map(|i| match i {
+                WorkItem::Partition {
+                    topic, partition, ..
+                } => (topic.clone(), *partition),
+                WorkItem::Duties { .. } | WorkItem::Flow { .. } => (i.to_string(), -1),
+            })
+            .collect();
+        view.insert(id, parts);
+    }
+    Some(view)
+}
+
+/// How many of `units` are partitions.
+fn partitions(units: &BTreeSet<(String, i32)>) -> usize {
+    units.iter().filter(|(_, p)| *p >= 0).count()
+}
+
+/// `strait members`: member id → (Assigned, Running) partition counts.
+fn members_table(config: &Path) -> BTreeMap<String, (usize, usize)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["members", "--config"])
+        .arg(config)
+        .output()
+        .expect("strait members");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let n = |s: &str| s.parse::<usize>().ok();
+            Some((f.get(3)?.to_string(), (n(f.get(5)?)?, n(f.get(6)?)?)))
+        })
+        .collect()
+}
+
+/// Issue 17: `strait members` shows the coordinator's own assignments, and a hand-over on Apache
+/// Kafka's coordinator follows KIP-429: a joining instance gets its units only in a second
+/// round, after their owner released them (a stable generation in which they belong to nobody);
+/// the units that stay are never taken from their owner; no unit ever has two owners.
+#[test]
+fn members_match_the_coordinator_and_hand_overs_are_cooperative() {
+    const PARTITIONS: i32 = 6;
+    let a = start_kafka("a");
+    let (b, proxy) = start_kafka_behind_proxy("b");
+    let dir = std::env::temp_dir().join(topic_name("handover-coop"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let instance_group = topic_name("g");
+    let config = write_config(&dir, &a, &b.bootstrap(), &instance_group);
+    let group = group_id(&instance_group, "b");
+    let b_direct = b.direct_bootstrap();
+    create_topic(&a.bootstrap(), TOPIC, PARTITIONS);
+    let mut total = produce(&a.bootstrap(), 0, 600, PARTITIONS);
+    let s1 = instance(&config, dir.join("s1.log"));
+    let s2 = instance(&config, dir.join("s2.log"));
+    wait_for_members(&config, 2, PARTITIONS as usize, &[&s1, &s2]);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1, &s2]);
+
+    // Stable: strait's table equals the coordinator's assignments, and each member runs
+    // exactly what the coordinator gave it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let before = loop {
+        let view = coordinator_view(&b_direct, &group);
+        let table = members_table(&config);
+        if let Some(v) = view.filter(|v| v.len() == 2) {
+            let expected: BTreeMap<String, (usize, usize)> = v
+                .iter()
+                .map(|(id, u)| (id.clone(), (partitions(u), partitions(u))))
+                .collect();
+            if table == expected {
+                break v;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "strait members never matched the coordinator: {table:?} vs {:?}",
+            coordinator_view(&b_direct, &group)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+
+    // A third instance joins while every answer of the target takes 300 ms (so the
+    // revocation round lasts long enough to be seen); the coordinator is sampled directly.
+    proxy.update_faults(|f| f.response_delay = Some(Duration::from_millis(300)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (stop, b_direct, group) = (stop.clone(), b_direct.clone(), group.clone());
+        std::thread::spawn(move || {
+            let mut seen: Vec<BTreeMap<String, BTreeSet<(String, i32)>>> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(v) = coordinator_view(&b_direct, &group) {
+                    if seen.last() != Some(&v) {
+                        seen.push(v);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            seen
+        })
+    };
+    let s3 = instance(&config, dir.join("s3.log"));
+    total = produce(&a.bootstrap(), total, 600, PARTITIONS);
+    // Three members, each running what the coordinator gave it (the newcomer's share may be
+    // the flow's duties and the replicated heartbeats partition rather than `events` ones).
+    let units: usize = before.values().map(partitions).sum();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let table = members_table(&config);
+        let settled = table.len() == 3
+            && table.values().all(|(given, running)| given == running)
+            && table.values().map(|(given, _)| given).sum::<usize>() == units;
+        if settled {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "three members never settled: {table:?}\n{}",
+            logs(&[&s1, &s2, &s3])
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    proxy.update_faults(|f| f.response_delay = None);
+    total = produce(&a.bootstrap(), total, 600, PARTITIONS);
+    wait_caught_up(&a, &b_direct, Duration::from_secs(90), &[&s1, &s2, &s3]);
+    std::thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::Relaxed);
+    let seen = sampler.join().expect("sampler");
+    let runs = [&s1, &s2, &s3];
+
+    let last = seen.last().expect("the coordinator was seen stable");
+    assert_eq!(last.len(), 3, "three members at the end: {seen:?}");
+    let sizes: Vec<usize> = last.values().map(|p| p.len()).collect();
+    assert!(
+        sizes.iter().max() <= Some(&(sizes.iter().min().unwrap_or(&0) + 1)),
+        "balanced: {seen:?}"
+    );
+    let newcomer = last
+        .keys()
+        .find(|id| !before.contains_key(*id))
+        .expect("a new member id")
+        .clone();
+    for (i, v) in seen.iter().enumerate() {
+        // No unit with two owners, in any generation.
+        let mut owners: BTreeMap<&(String, i32), usize> = BTreeMap::new();
+        for p in v.values().flatten() {
+            *owners.entry(p).or_default() += 1;
+        }
+        assert!(owners.values().all(|n| *n == 1), "sample {i}: {seen:?}");
+        // Sticky and cooperative: an earlier member keeps, in every generation, the units it
+        // ends with.
+        for (id, kept) in last.iter().filter(|(id, _)| **id != newcomer) {
+            if let Some(now) = v.get(id) {
+                assert!(
+                    kept.is_subset(now) || !before.contains_key(id),
+                    "sample {i}: {seen:?}"
+                );
+                assert!(
+                    before[id].is_superset(kept),
+                    "units moved between old members: {seen:?}"
+                );
+            }
+        }
+    }
+    // The revocation round: all three members present and the newcomer's final units with
+    // nobody, before the generation that hands them over.
+    let moving = &last[&newcomer];
+    let revoked = seen
+        .iter()
+        .any(|v| v.len() == 3 && v.values().all(|p| p.is_disjoint(moving)));
+    assert!(
+        revoked,
+        "no stable generation withheld the moving units {moving:?} (eager hand-over?): {seen:?}\n{}",
+        logs(&runs)
+    );
+    eprintln!("coordinator generations seen: {}", seen.len());
+
+    assert_exactly_once(&a, &b_direct, total);
+    assert_never_stopped(&runs);
+    drop((s1, s2, s3));
     proxy.assert_clean();
 }
 

@@ -1,4 +1,4 @@
-//! Smoke tests for the integration-test harness in `tests/support/`.
+//! Smoke tests for the integration-test harness in `tests/support/`, on Apache Kafka.
 
 mod support;
 
@@ -21,12 +21,12 @@ fn print_api_versions(broker: &Broker) {
     for key in [18i16, 3, 0, 1, 22, 19] {
         match broker.api_version(key) {
             Some(r) => eprintln!(
-                "nisshi advertises {:>16} (key {key:>2}): v{}..=v{}",
+                "the broker advertises {:>16} (key {key:>2}): v{}..=v{}",
                 r.name(),
                 r.min_version,
                 r.max_version
             ),
-            None => eprintln!("nisshi does not advertise api key {key}"),
+            None => eprintln!("the broker does not advertise api key {key}"),
         }
     }
 }
@@ -131,6 +131,8 @@ fn produce_and_consume_through_checking_proxy() {
     proxy.assert_clean();
 }
 
+/// A broker killed and started again comes back on the same port and answers ApiVersions
+/// there again.
 #[test]
 fn broker_restarts_on_same_port() {
     let mut broker = Broker::start("harness-restart");
@@ -141,6 +143,7 @@ fn broker_restarts_on_same_port() {
     broker.start_again();
     assert!(broker.is_running());
     assert_eq!(broker.port(), port);
+    assert_eq!(broker.start_count(), 2);
     assert!(broker.api_version(PRODUCE).is_some());
 }
 
@@ -170,7 +173,7 @@ fn proxy_flags_bad_produce_on_the_wire_and_drops_connections() {
             for t in &r.responses {
                 for p in &t.partition_responses {
                     eprintln!(
-                        "nisshi answered a two-batch Produce v7 with error_code={} base_offset={}",
+                        "Kafka answered a two-batch Produce v7 with error_code={} base_offset={}",
                         p.error_code, p.base_offset
                     );
                 }
@@ -269,6 +272,8 @@ fn proxy_panics_on_drop_with_unreported_violations() {
     drop(proxy);
 }
 
+/// A broker that cannot start (its port is taken) fails the test with its own log, which names
+/// the reason (Kafka's "Address already in use").
 #[test]
 #[should_panic(expected = "already in use")]
 fn broker_start_failure_reports_the_log() {
@@ -454,4 +459,237 @@ fn checker_flags_other_rules() {
         let v = checker.check_request_frame(junk).violations;
         assert!(!v.is_empty(), "junk {junk:?} not flagged");
     }
+}
+
+/// A scripted upstream for the proxy's fault tests (no Kafka): every request frame (api key,
+/// version, correlation id, client id, then a u32 `n`) is answered with a frame of the same
+/// correlation id and `n` bytes. How each connection's reading ended (`"eof"`, or the error
+/// kind) is sent on the returned channel.
+fn scripted_upstream() -> (
+    std::net::SocketAddr,
+    std::sync::mpsc::Receiver<std::io::ErrorKind>,
+) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind scripted upstream");
+    let addr = listener.local_addr().expect("scripted upstream address");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let ended = loop {
+                    let mut size = [0u8; 4];
+                    if let Err(e) = sock.read_exact(&mut size) {
+                        break e.kind();
+                    }
+                    let mut payload = vec![0u8; i32::from_be_bytes(size) as usize];
+                    if let Err(e) = sock.read_exact(&mut payload) {
+                        break e.kind();
+                    }
+                    let n = u32::from_be_bytes(payload[payload.len() - 4..].try_into().unwrap());
+                    let mut out = Vec::with_capacity(8 + n as usize);
+                    out.extend_from_slice(&(4 + n as i32).to_be_bytes());
+                    out.extend_from_slice(&payload[4..8]);
+                    out.extend((0..n).map(|i| i as u8));
+                    if let Err(e) = sock.write_all(&out) {
+                        break e.kind();
+                    }
+                };
+                let _ = tx.send(ended);
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// A request frame for [`scripted_upstream`] (a Fetch v4 header, which the proxy parses)
+/// asking for a response of `n` bytes after the correlation id.
+fn scripted_request(correlation_id: i32, n: u32) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&1i16.to_be_bytes());
+    p.extend_from_slice(&4i16.to_be_bytes());
+    p.extend_from_slice(&correlation_id.to_be_bytes());
+    p.extend_from_slice(&1i16.to_be_bytes());
+    p.push(b't');
+    p.extend_from_slice(&n.to_be_bytes());
+    let mut f = (p.len() as i32).to_be_bytes().to_vec();
+    f.extend(p);
+    f
+}
+
+fn scripted_client(proxy: &support::ProduceCheckProxy) -> std::net::TcpStream {
+    let c = std::net::TcpStream::connect(proxy.addr()).expect("connect to the proxy");
+    c.set_read_timeout(Some(Duration::from_secs(20))).ok();
+    c
+}
+
+/// Reads one response of [`scripted_upstream`]: its correlation id and body length.
+fn scripted_response(c: &mut std::net::TcpStream) -> (i32, usize) {
+    let p = support::wire::read_frame(c, 64 << 20).expect("a response through the proxy");
+    (i32::from_be_bytes(p[..4].try_into().unwrap()), p.len() - 4)
+}
+
+/// How the upstream's side of the next connection to end ended.
+fn upstream_end(ends: &std::sync::mpsc::Receiver<std::io::ErrorKind>) -> std::io::ErrorKind {
+    ends.recv_timeout(Duration::from_secs(10))
+        .expect("the upstream connection ended")
+}
+
+#[test]
+fn proxy_cut_resets_both_sides() {
+    use std::io::{ErrorKind, Read, Write};
+    let (upstream, ends) = scripted_upstream();
+    let proxy = support::ProduceCheckProxy::start(upstream);
+    let mut c = scripted_client(&proxy);
+    c.write_all(&scripted_request(1, 10)).expect("write");
+    assert_eq!(scripted_response(&mut c), (1, 10));
+    proxy.drop_connections_now();
+    let mut buf = [0u8; 16];
+    let got = c.read(&mut buf).map_err(|e| e.kind());
+    assert_eq!(got, Err(ErrorKind::ConnectionReset), "an RST, not a FIN");
+    assert_eq!(upstream_end(&ends), ErrorKind::ConnectionReset);
+    // New connections work.
+    let mut c = scripted_client(&proxy);
+    c.write_all(&scripted_request(2, 10)).expect("write");
+    assert_eq!(scripted_response(&mut c), (2, 10));
+    proxy.assert_clean();
+}
+
+#[test]
+fn proxy_resets_in_the_middle_of_a_response() {
+    use std::io::{ErrorKind, Read, Write};
+    use support::proxy::{SplitMix64, ANY_API_KEY};
+    let (upstream, ends) = scripted_upstream();
+    let proxy = support::ProduceCheckProxy::start(upstream);
+    let seed = 0x5eed;
+    proxy.update_faults(|f| {
+        f.seed(seed).reset_mid_response(ANY_API_KEY, 1);
+    });
+    let mut c = scripted_client(&proxy);
+    c.write_all(&scripted_request(1, 10_000)).expect("write");
+    let frame_len = 4 + 4 + 10_000u64;
+    let mut got = Vec::new();
+    let end = loop {
+        let mut buf = [0u8; 4096];
+        match c.read(&mut buf) {
+            Ok(0) => break Ok(0),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => break Err(e.kind()),
+        }
+    };
+    assert_eq!(
+        end,
+        Err(ErrorKind::ConnectionReset),
+        "after {} bytes",
+        got.len()
+    );
+    // The part is the seed's draw: the cut replays.
+    let expected = SplitMix64::new(seed).range(1, frame_len - 1) as usize;
+    assert_eq!(got.len(), expected, "bytes of the cut response");
+    assert_eq!(proxy.responses_cut(), 1);
+    assert_eq!(upstream_end(&ends), ErrorKind::ConnectionReset);
+    // One shot: the next connection is answered in full.
+    let mut c = scripted_client(&proxy);
+    c.write_all(&scripted_request(2, 10_000)).expect("write");
+    assert_eq!(scripted_response(&mut c), (2, 10_000));
+    proxy.assert_clean();
+}
+
+#[test]
+fn proxy_latency_with_jitter_keeps_frames_in_order() {
+    use std::io::Write;
+    let (upstream, _ends) = scripted_upstream();
+    let proxy = support::ProduceCheckProxy::start(upstream);
+    proxy.update_faults(|f| {
+        f.seed(7)
+            .latency(Duration::from_millis(50), Duration::from_millis(100));
+    });
+    let mut c = scripted_client(&proxy);
+    let start = std::time::Instant::now();
+    let mut all = Vec::new();
+    for i in 0..40 {
+        all.extend(scripted_request(i, 100 + i as u32));
+    }
+    c.write_all(&all).expect("write");
+    for i in 0..40 {
+        assert_eq!(scripted_response(&mut c), (i, 100 + i as usize), "in order");
+        if i == 0 {
+            // Each way at least the base latency.
+            assert!(
+                start.elapsed() >= Duration::from_millis(100),
+                "{:?}",
+                start.elapsed()
+            );
+        }
+    }
+    // Pipelined, like a network: not 40 round trips of at least 100 ms one after the other.
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    proxy.assert_clean();
+}
+
+#[test]
+fn proxy_bandwidth_limit_paces_forwarded_bytes() {
+    use std::io::Write;
+    let (upstream, _ends) = scripted_upstream();
+    let proxy = support::ProduceCheckProxy::start(upstream);
+    proxy.update_faults(|f| {
+        f.bandwidth(100_000);
+    });
+    let mut c = scripted_client(&proxy);
+    let start = std::time::Instant::now();
+    // A full bucket (one second's worth) and then 200 000 bytes at 100 000 bytes/s.
+    c.write_all(&scripted_request(1, 300_000)).expect("write");
+    assert_eq!(scripted_response(&mut c), (1, 300_000));
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(1800) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+    // Lifted: at once.
+    proxy.update_faults(|f| f.bandwidth = None);
+    let start = std::time::Instant::now();
+    c.write_all(&scripted_request(2, 300_000)).expect("write");
+    assert_eq!(scripted_response(&mut c), (2, 300_000));
+    assert!(start.elapsed() < Duration::from_millis(1500));
+    proxy.assert_clean();
+}
+
+#[test]
+fn proxy_blackhole_forwards_nothing_until_it_ends() {
+    use std::io::Write;
+    let (upstream, _ends) = scripted_upstream();
+    let proxy = support::ProduceCheckProxy::start(upstream);
+    let mut old = scripted_client(&proxy);
+    old.write_all(&scripted_request(1, 10)).expect("write");
+    assert_eq!(scripted_response(&mut old), (1, 10));
+
+    let start = std::time::Instant::now();
+    proxy.update_faults(|f| {
+        f.blackhole_for(Duration::from_millis(1500));
+    });
+    old.write_all(&scripted_request(2, 10)).expect("write");
+    // A new connection is accepted meanwhile; both are answered once the blackhole ends.
+    let mut new = scripted_client(&proxy);
+    new.write_all(&scripted_request(3, 10)).expect("write");
+    assert_eq!(scripted_response(&mut old), (2, 10));
+    assert_eq!(scripted_response(&mut new), (3, 10));
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(1450) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+
+    // Clearing the plan ends a blackhole at once.
+    proxy.update_faults(|f| {
+        f.blackhole_for(Duration::from_secs(60));
+    });
+    let start = std::time::Instant::now();
+    old.write_all(&scripted_request(4, 10)).expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    proxy.update_faults(|f| f.clear());
+    assert_eq!(scripted_response(&mut old), (4, 10));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    proxy.assert_clean();
 }

@@ -440,7 +440,7 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
         Codec::None,
     );
     // A remote topic with fewer partitions than its source (Apache Kafka lets strait add the
-    // missing ones; nisshi cannot).
+    // missing ones).
     create_topic(&a.bootstrap(), "narrow", 2);
     create_topic(&b.bootstrap(), "a.narrow", 1);
     // A remote topic that keeps records differently.
@@ -473,20 +473,12 @@ fn remote_topics_strait_did_not_write_are_reported_not_written_into() {
         vec![0],
         "not written into\n{log}"
     );
-    if b.is_kafka() {
-        // Apache Kafka adds partitions (CreatePartitions): the remote topic is widened.
-        assert!(
-            log.contains("added partitions to the remote topic")
-                && log.contains("remote=a.narrow from=1 to=2"),
-            "{log}"
-        );
-    } else {
-        // nisshi cannot: the gap is reported.
-        assert!(
-            log.contains("cluster b, topic a.narrow: has 1 partitions but source topic narrow on cluster a has 2"),
-            "{log}"
-        );
-    }
+    // Apache Kafka adds partitions (CreatePartitions): the remote topic is widened.
+    assert!(
+        log.contains("added partitions to the remote topic")
+            && log.contains("remote=a.narrow from=1 to=2"),
+        "{log}"
+    );
     assert!(
         log.contains("cluster b, topic a.taken, partition 0: refusing to replicate into it: the remote partition already holds 7 records"),
         "{log}"

@@ -1,6 +1,6 @@
 //! The data path against a source with two leaders, and a stop during a long poll.
 //!
-//! `SplitLeaders` makes one nisshi broker look like two (even partitions led by broker 1, odd
+//! `SplitLeaders` makes one Kafka broker look like two (even partitions led by broker 1, odd
 //! ones by broker 2), so the flow keeps one Fetch outstanding per leader and takes each answer in
 //! as it arrives: a slow leader does not hold up the other's partitions.
 
@@ -50,8 +50,8 @@ fn fetches_from_every_leader_and_stops_without_waiting_for_a_long_poll() {
     let dir = std::env::temp_dir().join(topic_name("leaders"));
     std::fs::create_dir_all(&dir).expect("dir");
     let config = dir.join("leaders.toml");
-    // A long configured wait: once the flow is idle, each Fetch is a 15 s long poll (nisshi
-    // holds it to the end). No heartbeats, which would keep the flow busy every second.
+    // A long configured wait: once the flow is idle, each Fetch is a 15 s long poll (the broker
+    // holds it to the end when nothing arrives). No heartbeats, which would keep the flow busy every second.
     std::fs::write(
         &config,
         format!(

@@ -1,5 +1,7 @@
-//! Issue 8 acceptance: secure clusters against nisshi brokers with TLS (`--cert/--key`) and
-//! SCRAM users (`--authentication`), and secrets that never show up in output.
+//! Issue 8 acceptance: secure clusters on Apache Kafka, and secrets that never show up in
+//! output. The secured cluster of each test is one Kafka node ([`secure_kafka`]) with an `SSL`
+//! listener that requires client certificates (`ssl.client.auth=required`), `SASL_PLAINTEXT` and
+//! `SASL_SSL` listeners with SCRAM-SHA-256 and SCRAM-SHA-512 users, and its PLAINTEXT listener.
 //!
 //! Every test collects what strait printed (trace-level logs, errors, command output) and runs
 //! it through [`assert_no_secret`]; add more texts (metrics, API responses) the same way.
@@ -14,9 +16,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use strait::local_kafka::{KafkaCluster, KafkaSecurity};
+use support::kafka::{start_kafka_with, KafkaOptions};
 use support::{
-    consume_all, create_topic, produce_records, topic_name, Broker, BrokerTls, Codec, ScramUser,
-    SecureOptions, TestPki, TestRecord,
+    consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestPki, TestRecord,
 };
 
 const SCRAM256_USER: &str = "alice256";
@@ -73,27 +76,44 @@ fn assert_no_secret(what: &str, text: &str, secrets: &[&str]) {
     }
 }
 
-fn users() -> Vec<ScramUser> {
-    vec![
-        ScramUser {
-            mechanism: "scram256",
-            name: SCRAM256_USER.into(),
-            password: SCRAM256_PASSWORD.into(),
-        },
-        ScramUser {
-            mechanism: "scram512",
-            name: SCRAM512_USER.into(),
-            password: SCRAM512_PASSWORD.into(),
-        },
-    ]
+/// A one-node Kafka cluster with, besides PLAINTEXT, the listeners `SSL` (client certificates
+/// signed by `pki`'s CA required), `SASL_PLAINTEXT` and `SASL_SSL` (its server certificate from
+/// `pki`), and two SCRAM users: one with SCRAM-SHA-256 credentials only, one with
+/// SCRAM-SHA-512 credentials only.
+fn secure_kafka(name: &str, pki: &TestPki) -> KafkaCluster {
+    let mut opts = KafkaOptions::new(name);
+    opts.security = Some(KafkaSecurity {
+        server_cert: pki.server_cert.clone(),
+        server_key: pki.server_key.clone(),
+        client_ca: pki.ca_cert.clone(),
+        scram_users: vec![
+            (
+                "SCRAM-SHA-256".into(),
+                SCRAM256_USER.into(),
+                SCRAM256_PASSWORD.into(),
+            ),
+            (
+                "SCRAM-SHA-512".into(),
+                SCRAM512_USER.into(),
+                SCRAM512_PASSWORD.into(),
+            ),
+        ],
+        ..KafkaSecurity::default()
+    });
+    start_kafka_with(opts)
 }
 
-fn broker_tls(pki: &TestPki) -> BrokerTls {
-    BrokerTls {
-        cert: pki.server_cert.clone(),
-        key: pki.server_key.clone(),
-        ca: pki.ca_cert.clone(),
-    }
+/// "127.0.0.1:PORT" of a secured listener of `kafka`.
+fn listener(kafka: &KafkaCluster, name: &str) -> String {
+    kafka
+        .listener_bootstrap(name)
+        .unwrap_or_else(|| panic!("no {name} listener"))
+}
+
+fn listener_addr(kafka: &KafkaCluster, name: &str) -> SocketAddr {
+    listener(kafka, name)
+        .parse()
+        .expect("listener address is host:port")
 }
 
 fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -221,42 +241,67 @@ offset_sync_interval_secs = 1
     )
 }
 
+/// `strait probe` over mutual TLS, configured in TOML and in mm2.properties (PEM trust and key
+/// stores): the broker asks for a client certificate and strait presents the configured one.
+/// No client certificate, a missing CA file, and plain TCP to the TLS listener each fail with
+/// one clear error.
 #[test]
 fn tls_broker_probe_with_toml_and_mm2_config() {
     let pki = TestPki::generate("tls-probe");
-    let broker = Broker::start_secure(
-        "tls-probe",
-        SecureOptions {
-            tls: Some(broker_tls(&pki)),
-            users: Vec::new(),
-        },
-    );
+    let broker = secure_kafka("tls-probe", &pki);
+    let ssl = listener(&broker, "SSL");
+    let cluster_id_line = format!("cluster id:  {}\n", broker.cluster_id());
     let dir = temp_dir("tls-probe");
     let toml = write_file(
         &dir,
         "tls.toml",
         &format!(
-            "[clusters.t]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
-            broker.bootstrap(),
-            pki.ca_cert.display()
+            "[clusters.t]\nbootstrap_servers = \"{ssl}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n\
+             ssl_certificate_file = \"{}\"\nssl_key_file = \"{}\"\n",
+            pki.ca_cert.display(),
+            pki.client_cert.display(),
+            pki.client_key.display()
         ),
     );
     let out = probe(&toml, "t", &[]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("cluster id:  tls-probe"), "{stdout}");
+    assert!(stdout.contains(&cluster_id_line), "{stdout}");
     assert!(stdout.contains("SaslHandshake"), "{stdout}");
 
-    // A client certificate (mutual TLS) is presented; nisshi does not ask for one, so this
-    // checks the client side loads and offers it without breaking the handshake.
+    // Kafka asks for a client certificate (`ssl.client.auth=required`): without one the broker
+    // refuses the session (a bad_certificate alert), which is one clear error naming the cluster
+    // and what to configure.
+    let no_cert = write_file(
+        &dir,
+        "no-client-cert.toml",
+        &format!(
+            "[clusters.t]\nbootstrap_servers = \"{ssl}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
+            pki.ca_cert.display()
+        ),
+    );
+    let out = probe(&no_cert, "t", &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    let errors = lines_with(&t, "error:");
+    assert_eq!(errors.len(), 1, "{t}");
+    assert!(
+        errors[0].contains("cluster t")
+            && errors[0].contains(&ssl)
+            && errors[0].contains("TLS handshake failed")
+            && errors[0].contains("client certificate"),
+        "{t}"
+    );
+
+    // The client certificate from an mm2.properties PEM key store (key and chain in one file);
+    // the broker requires it, so the probe only succeeds if strait presents it.
     let mtls = write_file(
         &dir,
         "mtls.properties",
         &format!(
-            "clusters = t, u\nt.bootstrap.servers = {}\nu.bootstrap.servers = 127.0.0.1:1\n\
+            "clusters = t, u\nt.bootstrap.servers = {ssl}\nu.bootstrap.servers = 127.0.0.1:1\n\
              t.security.protocol = SSL\nt.ssl.truststore.type = PEM\nt.ssl.truststore.location = {}\n\
              t.ssl.keystore.type = PEM\nt.ssl.keystore.location = {}\n",
-            broker.bootstrap(),
             pki.ca_cert.display(),
             {
                 let both = dir.join("client-keystore.pem");
@@ -271,14 +316,18 @@ fn tls_broker_probe_with_toml_and_mm2_config() {
     );
     let out = probe(&mtls, "t", &[]);
     assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&cluster_id_line),
+        "{}",
+        text(&out)
+    );
 
     // A CA file that is not there stops before any connection, naming cluster and file.
     let missing = write_file(
         &dir,
         "missing-ca.toml",
         &format!(
-            "[clusters.t]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
-            broker.bootstrap(),
+            "[clusters.t]\nbootstrap_servers = \"{ssl}\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"{}\"\n",
             dir.join("no-such-ca.pem").display()
         ),
     );
@@ -292,14 +341,12 @@ fn tls_broker_probe_with_toml_and_mm2_config() {
         "{t}"
     );
 
-    // Plain TCP against the TLS listener fails clearly instead of hanging.
+    // Plain TCP against the TLS listener fails clearly instead of hanging: Kafka answers the
+    // plaintext request with a TLS alert, which strait recognises.
     let plain = write_file(
         &dir,
         "plain.toml",
-        &format!(
-            "[clusters.t]\nbootstrap_servers = \"{}\"\n",
-            broker.bootstrap()
-        ),
+        &format!("[clusters.t]\nbootstrap_servers = \"{ssl}\"\n"),
     );
     let out = strait_cmd(&[])
         .args(["probe", "--timeout", "5", "--config"])
@@ -308,20 +355,24 @@ fn tls_broker_probe_with_toml_and_mm2_config() {
         .output()
         .expect("probe");
     assert!(!out.status.success());
+    let t = text(&out);
+    let errors = lines_with(&t, "error:");
+    assert_eq!(errors.len(), 1, "{t}");
+    assert!(
+        errors[0].contains("cluster t") && errors[0].contains("this listener speaks TLS"),
+        "{t}"
+    );
 }
 
+/// A target whose certificate is signed by a CA strait does not trust stops `strait run` with
+/// one error line (cluster, broker, reason) after one connection; TLS to a plaintext listener is
+/// a TLS failure too.
 #[test]
 fn untrusted_certificate_is_one_clear_error_without_retries() {
     let pki = TestPki::generate("untrusted");
     let a = Broker::start("untrusted-a");
-    let b = Broker::start_secure(
-        "untrusted-b",
-        SecureOptions {
-            tls: Some(broker_tls(&pki)),
-            users: Vec::new(),
-        },
-    );
-    let proxy = counting_proxy(b.listen_addr());
+    let b = secure_kafka("untrusted-b", &pki);
+    let proxy = counting_proxy(listener_addr(&b, "SSL"));
     let topic = topic_name("untrusted");
     create_topic(&a.bootstrap(), &topic, 1);
     let dir = temp_dir("untrusted");
@@ -359,7 +410,8 @@ fn untrusted_certificate_is_one_clear_error_without_retries() {
     );
     assert_no_secret("strait run output", &out, SECRETS);
 
-    // TLS to a plaintext listener: a TLS failure too, not a retried socket error.
+    // TLS to a plaintext listener: a TLS failure too, not a retried socket error (Kafka takes
+    // the ClientHello for an oversized request and closes the connection).
     let plain = write_file(
         &dir,
         "tls-to-plain.toml",
@@ -375,16 +427,15 @@ fn untrusted_certificate_is_one_clear_error_without_retries() {
     assert_eq!(lines_with(&t, "TLS handshake failed").len(), 1, "{t}");
 }
 
+/// SCRAM-SHA-256 and SCRAM-SHA-512 users authenticate over SASL_PLAINTEXT (passwords from an
+/// environment variable, a file, and an mm2.properties config provider); a user without
+/// credentials for the configured mechanism is refused with one error line.
 #[test]
 fn scram_sha_256_and_512_users_authenticate() {
     let pki = TestPki::generate("scram");
-    let broker = Broker::start_secure(
-        "scram",
-        SecureOptions {
-            tls: None,
-            users: users(),
-        },
-    );
+    let broker = secure_kafka("scram", &pki);
+    let sasl = listener(&broker, "SASL_PLAINTEXT");
+    let cluster_id_line = format!("cluster id:  {}\n", broker.cluster_id());
     let dir = temp_dir("scram");
     let pw_file = write_file(&dir, "bob.password", &format!("{SCRAM512_PASSWORD}\n"));
     let toml = write_file(
@@ -411,7 +462,7 @@ sasl_mechanism = "SCRAM-SHA-512"
 sasl_username = "{SCRAM256_USER}"
 sasl_password = {{ env = "STRAIT_TEST_S256_PASSWORD" }}
 "#,
-            b = broker.bootstrap(),
+            b = sasl,
             pw = pw_file.display()
         ),
     );
@@ -419,7 +470,11 @@ sasl_password = {{ env = "STRAIT_TEST_S256_PASSWORD" }}
     for alias in ["s256", "s512"] {
         let out = probe(&toml, alias, &env);
         assert!(out.status.success(), "{alias}: {}", text(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("cluster id:  scram"));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&cluster_id_line),
+            "{alias}: {}",
+            text(&out)
+        );
         assert_no_secret("strait probe output", &text(&out), SECRETS);
     }
     // A SCRAM-SHA-256 user has no SCRAM-SHA-512 credentials.
@@ -439,32 +494,33 @@ sasl_password = {{ env = "STRAIT_TEST_S256_PASSWORD" }}
         &dir,
         "scram.properties",
         &format!(
-            "clusters = s256, other\ns256.bootstrap.servers = {}\nother.bootstrap.servers = 127.0.0.1:1\n\
+            "clusters = s256, other\ns256.bootstrap.servers = {sasl}\nother.bootstrap.servers = 127.0.0.1:1\n\
              config.providers = file\n\
              config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n\
              s256.security.protocol = SASL_PLAINTEXT\ns256.sasl.mechanism = SCRAM-SHA-256\n\
              s256.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required \\\n  username=\"{SCRAM256_USER}\" password=\"${{file:{}:s256.password}}\";\n",
-            broker.bootstrap(),
             secrets.display()
         ),
     );
     let out = probe(&mm2, "s256", &[]);
     assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&cluster_id_line),
+        "{}",
+        text(&out)
+    );
     assert_no_secret("strait probe output", &text(&out), SECRETS);
     drop(pki);
 }
 
+/// A wrong SCRAM password stops `strait run` with one error line naming cluster and broker,
+/// after one connection, and the passwords appear nowhere in its output.
 #[test]
 fn wrong_password_is_one_clear_error_without_retries() {
+    let pki = TestPki::generate("wrongpw");
     let a = Broker::start("wrongpw-a");
-    let b = Broker::start_secure(
-        "wrongpw-b",
-        SecureOptions {
-            tls: None,
-            users: users(),
-        },
-    );
-    let proxy = counting_proxy(b.listen_addr());
+    let b = secure_kafka("wrongpw-b", &pki);
+    let proxy = counting_proxy(listener_addr(&b, "SASL_PLAINTEXT"));
     let topic = topic_name("wrongpw");
     create_topic(&a.bootstrap(), &topic, 1);
     let dir = temp_dir("wrongpw");
@@ -585,17 +641,14 @@ fn end_offsets(config: &Path, alias: &str, topic: &str, env_var: (&str, &str)) -
     })
 }
 
+/// A flow from a PLAINTEXT source to a SASL_SSL (SCRAM-SHA-512) target replicates every record
+/// exactly once, and no secret (passwords, the status token) shows up in the trace log, the
+/// metrics and API answers, `--help`, or the Debug output of the parsed configuration.
 #[test]
 fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
     let pki = TestPki::generate("flow");
     let a = Broker::start("flow-a");
-    let mut b = Broker::start_secure(
-        "flow-b",
-        SecureOptions {
-            tls: Some(broker_tls(&pki)),
-            users: users(),
-        },
-    );
+    let b = secure_kafka("flow-b", &pki);
     let topic = topic_name("secure-flow");
     create_topic(&a.bootstrap(), &topic, 2);
     let n = 300;
@@ -605,7 +658,7 @@ fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
             value: Some(format!("secure value {i}").into_bytes()),
             headers: vec![("i".to_string(), Some(i.to_string().into_bytes()))],
             partition: Some((i % 2) as i32),
-            // Recent timestamps: the reader broker below would apply retention to old ones.
+            // Recent timestamps: the target applies its retention (7 days) to old ones.
             timestamp: None,
         })
         .collect();
@@ -628,7 +681,7 @@ fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
             &a.bootstrap(),
             &format!(
                 "[clusters.b]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"{SCRAM512_USER}\"\nsasl_password = {{ env = \"{}\" }}\nssl_ca_file = \"{}\"\nssl_server_name = \"localhost\"\n",
-                b.bootstrap(),
+                listener(&b, "SASL_SSL"),
                 env_var.0,
                 pki.ca_cert.display()
             ),
@@ -681,17 +734,10 @@ fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
     assert!(log.contains("TRACE") || log.contains("DEBUG"), "{log}");
     assert_no_secret("strait run log (trace level)", &log, &all_secrets);
 
-    // Check the target's records with rdkafka (built without SSL/SASL here) through a plain,
-    // unauthenticated broker on the same storage.
-    b.stop();
-    let mut plain = b.options().clone();
-    plain.tls = None;
-    plain.authentication = false;
-    plain.listen_port = None;
-    plain.advertised_port = None;
-    let reader = Broker::start_with(plain);
+    // Check the target's records with rdkafka (built without SSL/SASL here) through the same
+    // node's PLAINTEXT listener.
     let source = consume_all(&a.bootstrap(), &topic, n, Duration::from_secs(60));
-    let target = consume_all(&reader.bootstrap(), &remote, n, Duration::from_secs(60));
+    let target = consume_all(&b.bootstrap(), &remote, n, Duration::from_secs(60));
     assert_eq!(source.len(), n);
     assert_eq!(target.len(), n, "every record exactly once on the target");
     for (s, t) in source.iter().zip(&target) {

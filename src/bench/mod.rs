@@ -16,7 +16,7 @@
 //!    target with [`latency::probe`]. The CLI gives this phase fresh local brokers.
 //!
 //! The pure parts (percentiles, the report and its ratios, the data) are unit-tested here; the
-//! whole is tested against two nisshi brokers in `tests/bench.rs`.
+//! whole is tested against two Apache Kafka clusters in `tests/bench.rs`.
 
 pub mod data;
 pub mod latency;

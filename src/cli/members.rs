@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-use strait::assignment::WorkItem;
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::DescribeGroupsResponse;
+use strait::assignment::{Assignment, WorkItem};
 use strait::error::{Error, Result};
 use strait::replicate::lists::CONTROL_TOPIC;
 use strait::replicate::membership::{
@@ -24,6 +27,32 @@ pub struct MembersArgs {
     /// Print one line per unit of work a live member runs: `target member unit`.
     #[arg(long)]
     pub units: bool,
+}
+
+/// The group's state, its live members, and (when it is stable) the assignment the
+/// coordinator holds for each member, decoded.
+fn live_members(
+    resp: DescribeGroupsResponse,
+) -> (String, Vec<String>, BTreeMap<String, Assignment>) {
+    let Some(g) = resp.groups.into_iter().next() else {
+        return ("Dead".to_string(), Vec::new(), BTreeMap::new());
+    };
+    let stable = g.group_state.as_str() == "Stable";
+    let mut assignments = BTreeMap::new();
+    let mut live = Vec::new();
+    for m in &g.members {
+        let id = m.member_id.to_string();
+        if stable {
+            match Assignment::decode(&m.member_assignment) {
+                Ok(a) => {
+                    assignments.insert(id.clone(), a);
+                }
+                Err(e) => tracing::warn!(member = %id, "the coordinator's assignment: {e}"),
+            }
+        }
+        live.push(id);
+    }
+    (g.group_state.to_string(), live, assignments)
 }
 
 /// Describes the groups and returns the table.
@@ -63,13 +92,7 @@ pub async fn run(args: &MembersArgs) -> Result<String> {
         let cluster = strait::replicate::connect_once(&config, &t).await?;
         // Live members from the coordinator; what they own and run from their stored records.
         let resp = cluster.describe_group(&group).await?;
-        let (state, live): (String, Vec<String>) = match resp.groups.into_iter().next() {
-            Some(g) => (
-                g.group_state.to_string(),
-                g.members.iter().map(|m| m.member_id.to_string()).collect(),
-            ),
-            None => ("Dead".to_string(), Vec::new()),
-        };
+        let (state, live, coordinator) = live_members(resp);
         let records = store::read_latest(&cluster, CONTROL_TOPIC).await?;
         let assigned: Option<StoredAssignment> = records
             .get(assignment_key(&group).as_bytes())
@@ -90,14 +113,24 @@ pub async fn run(args: &MembersArgs) -> Result<String> {
             let held: Option<StoredHeld> = records
                 .get(held_key(&group, id).as_bytes())
                 .and_then(|v| serde_json::from_slice(v).ok());
-            let (inst, given) = assigned
-                .as_ref()
-                .and_then(|a| a.members.get(id).cloned())
-                .unwrap_or_default();
             let parse = |v: &[String]| -> Vec<WorkItem> {
                 v.iter().filter_map(|s| s.parse().ok()).collect()
             };
-            let given = parse(&given);
+            // The coordinator's own assignment while the group is stable; during a rebalance
+            // the leader's stored record (the coordinator then hands out none).
+            let (inst, given) = match coordinator.get(id) {
+                Some(a) => (
+                    a.members.get(id).map(|m| m.0.clone()).unwrap_or_default(),
+                    a.items.iter().cloned().collect(),
+                ),
+                None => {
+                    let (inst, given) = assigned
+                        .as_ref()
+                        .and_then(|a| a.members.get(id).cloned())
+                        .unwrap_or_default();
+                    (inst, parse(&given))
+                }
+            };
             let running = held.as_ref().map(|h| parse(&h.held)).unwrap_or_default();
             let is_part = |i: &&WorkItem| matches!(i, WorkItem::Partition { .. });
             let duties: Vec<String> = running

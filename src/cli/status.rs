@@ -284,6 +284,13 @@ pub fn render(doc: &StatusDoc) -> String {
                     if let Some(why) = &p.failed {
                         let _ = writeln!(out, "{}/{}: {why}", t.source_topic, p.partition);
                     }
+                    if p.lost_records > 0 {
+                        let _ = writeln!(
+                            out,
+                            "{}/{}: {} source records were deleted by retention before they could be replicated",
+                            t.source_topic, p.partition, p.lost_records
+                        );
+                    }
                 }
             }
         }
@@ -471,6 +478,7 @@ mod tests {
                         lag: 500,
                         records: 12_345,
                         bytes: 2 << 20,
+                        lost_records: 0,
                         failed: None,
                     }],
                 }],

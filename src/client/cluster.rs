@@ -90,11 +90,27 @@ pub enum Route {
     Node(i32),
 }
 
+/// Which pooled connection to a broker a request travels on. A broker handles the requests of
+/// one connection one at a time, in order, so the data path (Fetch and Produce of replicated
+/// records) has a connection of its own that control work (metadata, group offsets, progress
+/// records, read-backs) never queues on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// The data path's Fetch and Produce requests.
+    Data,
+    /// Everything else.
+    Control,
+}
+
+/// One pooled connection's place: locked only while that connection is (re)opened, so
+/// connecting to a slow or dead broker never holds up requests to others.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
+
 /// A client for one cluster. Share it behind an `Arc`; all methods take `&self`.
 #[derive(Debug)]
 pub struct Cluster {
     config: ClusterConfig,
-    conns: tokio::sync::Mutex<HashMap<i32, Arc<Connection>>>,
+    conns: std::sync::Mutex<HashMap<(i32, Lane), Slot>>,
     bootstrap: tokio::sync::Mutex<Option<Arc<Connection>>>,
     cache: RwLock<MetadataCache>,
 }
@@ -107,7 +123,7 @@ impl Cluster {
         }
         let cluster = Cluster {
             config,
-            conns: tokio::sync::Mutex::new(HashMap::new()),
+            conns: std::sync::Mutex::new(HashMap::new()),
             bootstrap: tokio::sync::Mutex::new(None),
             cache: RwLock::new(MetadataCache::default()),
         };
@@ -179,25 +195,30 @@ impl Cluster {
         self.open(node_id, &addr).await
     }
 
-    /// The pooled connection to broker `node_id`, connecting if needed.
+    /// The pooled control connection to broker `node_id`, connecting if needed.
     pub async fn connection(&self, node_id: i32) -> Result<Arc<Connection>> {
-        let mut conns = self.conns.lock().await;
-        if let Some(c) = conns.get(&node_id) {
+        self.pooled(node_id, Lane::Control).await
+    }
+
+    /// The pooled connection of `lane` to broker `node_id`, connecting if needed. Only
+    /// requests waiting for this very connection wait while it connects.
+    pub async fn pooled(&self, node_id: i32, lane: Lane) -> Result<Arc<Connection>> {
+        let slot = {
+            let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+            conns.entry((node_id, lane)).or_default().clone()
+        };
+        let mut slot = slot.lock().await;
+        if let Some(c) = slot.as_ref() {
             if !c.is_broken() {
                 return Ok(c.clone());
             }
         }
         let addr = match self.cached_addr(node_id) {
             Some(a) => a,
-            None => {
-                drop(conns);
-                let addr = self.fresh_addr(node_id).await?;
-                conns = self.conns.lock().await;
-                addr
-            }
+            None => self.fresh_addr(node_id).await?,
         };
         let c = Arc::new(self.open(node_id, &addr).await?);
-        conns.insert(node_id, c.clone());
+        *slot = Some(c.clone());
         Ok(c)
     }
 
@@ -377,6 +398,16 @@ impl Cluster {
         v
     }
 
+    /// The id of `topic` as the cached metadata has it (`None`: not cached, or the broker
+    /// gives no topic ids). Never asks the broker.
+    pub fn cached_topic_id(&self, topic: &str) -> Option<[u8; 16]> {
+        self.read_cache()
+            .topics
+            .get(topic)
+            .map(|t| t.topic_id)
+            .filter(|id| *id != [0; 16])
+    }
+
     /// A topic's metadata, from the cache or freshly loaded. `Ok(None)` when it does not exist.
     pub async fn topic(&self, topic: &str) -> Result<Option<TopicMeta>> {
         if let Some(t) = self.read_cache().topics.get(topic) {
@@ -551,7 +582,7 @@ impl Cluster {
         limits: &FetchLimits,
     ) -> Result<PendingFetch> {
         let started = async {
-            let conn = self.connection(node).await?;
+            let conn = self.pooled(node, Lane::Data).await?;
             let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
             let meta = conn.meta(ApiKey::Fetch, version);
             let id = meta.correlation_id;
@@ -561,6 +592,8 @@ impl Cluster {
             Ok(PendingFetch {
                 response,
                 version,
+                timeout: self.config.connection.request_timeout
+                    + Duration::from_millis(limits.max_wait_ms.max(0) as u64),
                 deadline: Instant::now()
                     + self.config.connection.request_timeout
                     + Duration::from_millis(limits.max_wait_ms.max(0) as u64),
@@ -691,7 +724,7 @@ impl Cluster {
         settings: &ProduceSettings<'_>,
         topics: &[ProduceTopic],
     ) -> Result<PendingProduce> {
-        let conn = self.connection(node).await?;
+        let conn = self.pooled(node, Lane::Data).await?;
         let version = conn.version(ApiKey::Produce).map_err(|e| self.ctx(e))?;
         let meta = conn.meta(ApiKey::Produce, version);
         let id = meta.correlation_id;
@@ -704,6 +737,8 @@ impl Cluster {
             observer: self.config.observer.clone(),
             response,
             version,
+            timeout: self.config.connection.request_timeout
+                + Duration::from_millis(settings.timeout_ms.max(0) as u64),
             deadline: Instant::now()
                 + self.config.connection.request_timeout
                 + Duration::from_millis(settings.timeout_ms.max(0) as u64),
@@ -712,9 +747,10 @@ impl Cluster {
         })
     }
 
-    /// The id of the pooled connection to broker `node` that the next request would use.
+    /// The id of the data-path connection to broker `node` that the next
+    /// [`Cluster::produce_start`] would use.
     pub async fn connection_id(&self, node: i32) -> Result<u64> {
-        Ok(self.connection(node).await?.id())
+        Ok(self.pooled(node, Lane::Data).await?.id())
     }
 
     /// A producer id and epoch for idempotent writes (InitProducerId without a transactional id).
@@ -960,6 +996,8 @@ impl Cluster {
 pub struct PendingFetch {
     response: super::connection::PendingResponse,
     version: i16,
+    /// The request's whole timeout (reported when it runs out).
+    timeout: Duration,
     deadline: Instant,
     cluster: String,
     broker: String,
@@ -977,10 +1015,10 @@ impl PendingFetch {
     pub async fn finish(self, session: &mut FetchSession) -> Result<FetchResponse> {
         let ctx = |e: Error| e.cluster(&self.cluster).broker_addr(&self.broker);
         let decoded = async {
-            let timeout = self.deadline.saturating_duration_since(Instant::now());
+            let remaining = self.deadline.saturating_duration_since(Instant::now());
             let bytes = self
                 .response
-                .wait(timeout)
+                .wait_reporting(remaining, self.timeout)
                 .await
                 .map_err(|e| e.cluster(&self.cluster))?;
             let body = response_body(bytes, ApiKey::Fetch, self.version)
@@ -1008,6 +1046,8 @@ pub struct PendingProduce {
     observer: Option<Arc<Observer>>,
     response: super::connection::PendingResponse,
     version: i16,
+    /// The request's whole timeout (reported when it runs out).
+    timeout: Duration,
     deadline: Instant,
     cluster: String,
     broker: String,
@@ -1027,10 +1067,10 @@ impl PendingProduce {
 
     /// Waits for the broker's answer: per-partition results.
     pub async fn finish(self) -> Result<Vec<ProducedPartition>> {
-        let timeout = self.deadline.saturating_duration_since(Instant::now());
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
         let bytes = self
             .response
-            .wait(timeout)
+            .wait_reporting(remaining, self.timeout)
             .await
             .map_err(|e| e.cluster(&self.cluster))?;
         if let Some(o) = &self.observer {

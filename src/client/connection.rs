@@ -480,10 +480,16 @@ impl PendingResponse {
     }
 
     /// Waits for the response frame (the bytes after the size prefix).
-    pub async fn wait(mut self, timeout: Duration) -> Result<Bytes> {
+    pub async fn wait(self, timeout: Duration) -> Result<Bytes> {
+        self.wait_reporting(timeout, timeout).await
+    }
+
+    /// Like [`PendingResponse::wait`] for the `remaining` part of a request's `timeout`; a
+    /// timeout is reported as the whole `timeout`.
+    pub async fn wait_reporting(mut self, remaining: Duration, timeout: Duration) -> Result<Bytes> {
         let got = match self.arrived.take() {
             Some(got) => Ok(got),
-            None => tokio::time::timeout(timeout, &mut self.rx).await,
+            None => tokio::time::timeout(remaining, &mut self.rx).await,
         };
         match got {
             Ok(Ok(Ok(bytes))) => Ok(bytes),

@@ -5,6 +5,8 @@ pub mod connection;
 pub mod group;
 pub mod transport;
 
-pub use cluster::{Cluster, ClusterConfig, PendingFetch, PendingProduce, Route, EARLIEST, LATEST};
+pub use cluster::{
+    Cluster, ClusterConfig, Lane, PendingFetch, PendingProduce, Route, EARLIEST, LATEST,
+};
 pub use connection::{Connection, ConnectionConfig, PendingResponse};
 pub use transport::TlsClient;

@@ -107,6 +107,9 @@ pub struct PartitionDoc {
     pub records: u64,
     /// Bytes replicated by this process.
     pub bytes: u64,
+    /// Source records deleted by retention before this process could replicate them.
+    #[serde(default)]
+    pub lost_records: u64,
     /// Why the partition stopped, if it did.
     pub failed: Option<String>,
 }

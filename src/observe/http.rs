@@ -605,6 +605,7 @@ mod tests {
                 source_end: 9,
                 records: 5,
                 bytes: 500,
+                lost_records: 0,
                 failed: None,
             }],
         });

@@ -44,6 +44,9 @@ pub mod names {
     pub const RETRIES: &str = "strait_retries_total";
     /// Counter: errors {flow, kind}.
     pub const ERRORS: &str = "strait_errors_total";
+    /// Counter: source records deleted (by retention) before they were replicated
+    /// {flow, topic}.
+    pub const LOST: &str = "strait_source_records_lost_total";
     /// Gauge: batch bytes fetched and not yet acknowledged {flow}.
     pub const BUFFERED: &str = "strait_buffered_bytes";
     /// Gauge: 1 when the flow reached both clusters {flow}.
@@ -65,6 +68,8 @@ const H_CHECKPOINT: &str =
 const H_REQUEST: &str = "Kafka request round trip by cluster and API.";
 const H_RETRIES: &str = "Operations retried, by kind.";
 const H_ERRORS: &str = "Errors, by kind.";
+const H_LOST: &str =
+    "Source records deleted (by retention) before they could be replicated; never on the target.";
 const H_BUFFERED: &str = "Record batch bytes fetched and not yet acknowledged by the target.";
 const H_CONNECTED: &str = "1 when the flow reached both its clusters.";
 const H_RSS: &str = "Resident memory size in bytes.";
@@ -152,6 +157,7 @@ impl Observer {
             (names::REQUEST, H_REQUEST, Kind::Histogram),
             (names::RETRIES, H_RETRIES, Kind::Counter),
             (names::ERRORS, H_ERRORS, Kind::Counter),
+            (names::LOST, H_LOST, Kind::Counter),
             (names::BUFFERED, H_BUFFERED, Kind::Gauge),
             (names::CONNECTED, H_CONNECTED, Kind::Gauge),
         ] {
@@ -334,6 +340,16 @@ impl Observer {
         );
     }
 
+    /// `records` source records of `topic` were deleted before the flow could replicate them.
+    pub fn records_lost(&self, flow: &str, topic: &str, records: u64) {
+        self.registry.counter_add(
+            names::LOST,
+            H_LOST,
+            &[("flow", flow), ("topic", topic)],
+            records,
+        );
+    }
+
     /// An error in a flow.
     pub fn error(&self, flow: &str, kind: &str) {
         self.registry.counter_add(
@@ -486,6 +502,7 @@ fn flow_doc(s: &FlowStatus, facts: Option<&FlowFacts>, with_series: bool) -> Flo
             lag: p.lag(),
             records: p.records,
             bytes: p.bytes,
+            lost_records: p.lost_records,
             failed: p.failed.clone(),
         };
         let t = match topics.iter_mut().find(|t| t.source_topic == p.source_topic) {
@@ -601,6 +618,7 @@ mod tests {
                 source_end,
                 records,
                 bytes: records * 100,
+                lost_records: 0,
                 failed: None,
             }],
         }

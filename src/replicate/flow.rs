@@ -6,7 +6,15 @@
 //! Produce request per target broker, the next batch of every partition that has one. Progress
 //! only moves past batches the target acknowledged.
 
+mod mirror_ctl;
+mod outcome;
+mod ownership;
+mod progress_out;
 mod resume;
+mod status;
+mod topics;
+
+use topics::recreated_message;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -15,6 +23,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use super::duties::{Duties, PositionRequests, Positions, PositionsHandle};
 use super::groups;
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
@@ -26,7 +35,7 @@ use crate::assignment::WorkItem;
 use crate::client::{Cluster, PendingFetch, PendingProduce, EARLIEST, LATEST};
 use crate::config::{FlowConfig, FlowMode, NamingPolicy};
 use crate::error::{Error, Result};
-use crate::filter::{group_should_sync, topic_should_replicate, NameFilter, TopicDecision};
+use crate::filter::{topic_should_replicate, NameFilter, TopicDecision};
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
 use crate::mirror::{offsets_mode, GroupFilters, MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
@@ -37,6 +46,7 @@ use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
 use crate::protocol::fetch_session::FetchSession;
 use crate::protocol::produce::{ProducePartition, ProduceSettings, ProduceTopic};
+use outcome::{classify, Outcome};
 
 /// Configs whose effective value is copied even when it is the source broker's default: what
 /// records the remote topic keeps, how large they may be and whose timestamps they carry must
@@ -105,6 +115,12 @@ struct PartState {
     /// The connection carrying the batches in flight (while `in_flight > 0`): more are sent
     /// only on the same one, since a broker orders requests per connection only.
     connection: u64,
+    /// The source topic's id the position belongs to (`None`: not known).
+    topic_id: Option<[u8; 16]>,
+    /// Source records deleted by retention before they could be replicated.
+    lost_records: u64,
+    /// Fetch answers in a row saying the position lies beyond the source log's end.
+    beyond_end: u32,
 }
 
 impl PartState {
@@ -145,8 +161,8 @@ pub struct Flow {
     reported: HashMap<String, String>,
     status: watch::Sender<FlowStatus>,
     in_flight: VecDeque<InFlight>,
-    /// Last checkpoint written per (group, target topic, partition): (upstream, downstream).
-    checkpointed: HashMap<(String, String, i32), (i64, i64)>,
+    /// The duties task's requests for the acknowledged positions, answered between rounds.
+    position_requests: Option<PositionRequests>,
     /// Mirror flows only: mirror states, commands and consumer offset sync.
     mirror: Option<MirrorCtl>,
     /// Scale-out: the units of work this instance owns (`None`: everything).
@@ -292,12 +308,12 @@ const MAX_IN_FLIGHT: usize = 5;
 /// Requests in flight from which a Produce request that is not full is held back.
 const HOLD_BELOW_IN_FLIGHT: usize = 2;
 
+/// Fetch answers in a row that put a partition's position beyond the source log's end before
+/// it stops (one could be a leader that has not caught up yet).
+const BEYOND_END_STOP: u32 = 3;
+
 /// Batch bytes at which a Produce request counts as full (librdkafka's default request size).
 const PRODUCE_REQUEST_BYTES: usize = 1 << 20;
-
-/// OutOfOrderSequenceNumber answers in a row that are resent before the partition is read
-/// back from the target.
-const MAX_SEQUENCE_RETRIES: u32 = 5;
 
 /// Fresh starts of a partition in a row after a refused sequence, without an acknowledgement,
 /// before it stops.
@@ -358,7 +374,7 @@ impl Flow {
             reported: HashMap::new(),
             status,
             in_flight: VecDeque::new(),
-            checkpointed: HashMap::new(),
+            position_requests: None,
             mirror,
             ownership: None,
             assigned: Default::default(),
@@ -423,114 +439,6 @@ impl Flow {
         self.ownership.as_ref().is_none_or(|o| o.may_write())
     }
 
-    /// Takes up ownership changes: drops everything if the membership was lost (writing
-    /// nothing), releases units taken away (answers applied, progress stored), and reports what
-    /// exists and what is held. Returns whether units were newly assigned.
-    async fn sync_ownership(&mut self) -> bool {
-        let Some(own) = self.ownership.clone() else {
-            return false;
-        };
-        let name = self.name();
-        if own.lost_epoch() != self.lost_seen {
-            self.lost_seen = own.lost_epoch();
-            if !self.parts.is_empty() {
-                tracing::warn!(flow = %name, partitions = self.parts.len(), "group membership lost: stopping every partition without writing");
-            }
-            self.parts.clear();
-            self.in_flight.clear();
-            self.resyncs.clear();
-            self.retake.clear();
-        }
-        let mut gained = false;
-        let version = own.version();
-        let fresh = (version != self.ownership_seen.0).then(|| own.assigned_for(&name));
-        self.ownership_seen.0 = version;
-        let mut changed = false;
-        if let Some(assigned) = fresh.filter(|a| *a != self.assigned) {
-            changed = true;
-            gained = assigned.iter().any(|i| !self.assigned.contains(i));
-            self.assigned = assigned;
-            let release: Vec<PartKey> = self
-                .parts
-                .keys()
-                .filter(|(t, p)| !self.owns_partition(t, *p))
-                .cloned()
-                .collect();
-            if !release.is_empty() {
-                while !self.in_flight.is_empty() {
-                    self.receive_one().await;
-                }
-                if self.may_write() {
-                    if let Err(e) = self.flush_progress().await {
-                        tracing::warn!(flow = %name, "progress write before releasing failed: {e}");
-                    }
-                }
-                for k in release {
-                    tracing::info!(flow = %name, topic = %k.0, partition = k.1, "released to another instance");
-                    self.parts.remove(&k);
-                    self.resyncs.remove(&k);
-                    self.retake.remove(&k);
-                }
-            }
-        }
-        // Reported when something changed, and every second for the rates and health.
-        if changed
-            || self.parts.len() != self.ownership_seen.1
-            || self.ownership_seen.2.elapsed() >= Duration::from_secs(1)
-        {
-            self.report_ownership();
-        }
-        gained
-    }
-
-    fn report_ownership(&mut self) {
-        self.ownership_seen.1 = self.parts.len();
-        self.ownership_seen.2 = Instant::now();
-        let Some(own) = &self.ownership else {
-            return;
-        };
-        if self.wanted_items.is_empty() {
-            return; // not refreshed yet: the group would see a flow with no work
-        }
-        let mut held: std::collections::BTreeSet<WorkItem> = self
-            .parts
-            .keys()
-            .map(|(t, p)| self.partition_item(t, *p))
-            .collect();
-        if self.owns_duties() {
-            held.insert(self.duties_item());
-        }
-        let rates = self
-            .parts
-            .iter()
-            .map(|((t, p), st)| (self.partition_item(t, *p), st.bytes))
-            .collect();
-        let health = match &self.health.1 {
-            Some(why) if self.health.0.elapsed() > Duration::from_secs(15) => Err(why.clone()),
-            _ => Ok(()),
-        };
-        own.report(&self.name(), self.wanted_items.clone(), held, rates, health);
-    }
-
-    /// Checks every few seconds that both clusters answer (scale-out: an instance that cannot
-    /// reach one leaves the group).
-    async fn check_health(&mut self) {
-        if self.ownership.is_none() || Instant::now() < self.next_health {
-            return;
-        }
-        self.next_health = Instant::now() + Duration::from_secs(2);
-        let src = self.source.metadata(Some(&[])).await;
-        let dst = self.target.metadata(Some(&[])).await;
-        let name = self.name();
-        self.obs.connected(&name, Side::Source, src.is_ok());
-        self.obs.connected(&name, Side::Target, dst.is_ok());
-        match (src, dst) {
-            (Ok(_), Ok(_)) => self.health = (Instant::now(), None),
-            (Err(e), _) => self.health.1 = Some(format!("cluster {}: {e}", self.source.name())),
-            (_, Err(e)) => self.health.1 = Some(format!("cluster {}: {e}", self.target.name())),
-        }
-    }
-
     /// Whether this flow writes MirrorMaker 2's heartbeats, checkpoints and offset syncs
     /// (replicate flows; mirror flows keep consumer offsets in sync directly).
     fn mm2_records(&self) -> bool {
@@ -573,11 +481,10 @@ impl Flow {
                 }
             }
         }
+        let duties = self.start_duties(&shutdown);
         let mut next_refresh = Instant::now();
-        let mut next_heartbeat = Instant::now();
         let mut next_flush = Instant::now() + Duration::from_secs(1);
         let mut next_status = Instant::now();
-        let mut next_checkpoint = Instant::now() + Duration::from_secs(1);
         let mut next_sync =
             Instant::now() + self.cfg.offset_sync_interval.min(Duration::from_secs(5));
         while !*shutdown.borrow() {
@@ -621,20 +528,7 @@ impl Flow {
                     tracing::warn!(flow = %name, "mirror upkeep failed: {e}");
                 }
             }
-            if self.cfg.emit_heartbeats
-                && self.mm2_records()
-                && self.owns_duties()
-                && self.may_write()
-                && now >= next_heartbeat
-            {
-                let beat = self.heartbeat().await;
-                self.obs.connected(&name, Side::Target, beat.is_ok());
-                if let Err(e) = beat {
-                    tracing::warn!(flow = %name, "heartbeat failed: {e}");
-                    self.obs.error(&name, "heartbeat");
-                }
-                next_heartbeat = now + self.cfg.heartbeat_interval;
-            }
+            self.answer_position_requests();
             tracing::trace!(flow = %name, "round");
             self.traffic.rounds += 1;
             // One Fetch is outstanding per source leader; a leader gets the next as soon as its
@@ -712,23 +606,6 @@ impl Flow {
                 }
                 next_flush = Instant::now() + Duration::from_secs(1);
             }
-            if (self.cfg.emit_checkpoints || self.cfg.sync_group_offsets)
-                && self.mm2_records()
-                && self.owns_duties()
-                && self.may_write()
-                && Instant::now() >= next_checkpoint
-            {
-                if let Err(e) = self.checkpoints().await {
-                    tracing::warn!(flow = %name, "checkpoints failed: {e}");
-                    self.obs.error(&name, "checkpoint");
-                }
-                let every = if self.cfg.emit_checkpoints {
-                    self.cfg.checkpoint_interval
-                } else {
-                    self.cfg.sync_group_offsets_interval
-                };
-                next_checkpoint = Instant::now() + every;
-            }
             if self.cfg.emit_offset_syncs
                 && self.mm2_records()
                 && self.may_write()
@@ -765,6 +642,10 @@ impl Flow {
             tracing::warn!(flow = %name, "progress write failed, retrying: {e}");
             tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
         }
+        self.position_requests = None; // the duties task sees the data path has stopped
+        if let Some(d) = duties {
+            let _ = d.await;
+        }
         let t = self.traffic;
         tracing::info!(
             flow = %name,
@@ -781,6 +662,54 @@ impl Flow {
         Ok(())
     }
 
+    /// Starts the flow's duties (heartbeats, checkpoints, group offset sync) as a task of
+    /// their own, for replicate flows that write MirrorMaker 2 records.
+    fn start_duties(
+        &mut self,
+        shutdown: &watch::Receiver<bool>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let wanted =
+            self.cfg.emit_heartbeats || self.cfg.emit_checkpoints || self.cfg.sync_group_offsets;
+        if !self.mm2_records() || !wanted {
+            return None;
+        }
+        let (handle, requests) = PositionsHandle::channel();
+        self.position_requests = Some(requests);
+        let duties = Duties::new(
+            self.cfg.clone(),
+            self.source.clone(),
+            self.target.clone(),
+            self.reverse_configured,
+            self.replication_factor,
+            self.policy.clone(),
+            self.ownership.clone(),
+            self.obs.clone(),
+            handle,
+        );
+        Some(tokio::spawn(duties.run(shutdown.clone())))
+    }
+
+    /// Answers the duties task's requests for the acknowledged positions (a copy of each
+    /// running partition's offset map), without waiting.
+    fn answer_position_requests(&mut self) {
+        let Some(rx) = self.position_requests.as_mut() else {
+            return;
+        };
+        while let Ok(reply) = rx.try_recv() {
+            let positions: Positions = self
+                .parts
+                .values()
+                .map(|st| {
+                    (
+                        (st.source_topic.to_string(), st.partition),
+                        (st.target_topic.clone(), st.map.clone()),
+                    )
+                })
+                .collect();
+            let _ = reply.send(positions);
+        }
+    }
+
     /// Reads the stored positions of this flow's partitions.
     async fn reload_progress(&mut self) -> Result<()> {
         let src = self.source.name();
@@ -794,12 +723,7 @@ impl Flow {
     async fn setup(&mut self) -> Result<()> {
         store::ensure_compacted_topic(&self.target, PROGRESS_TOPIC, self.replication_factor)
             .await?;
-        let src = self.source.name().to_string();
         self.reload_progress().await?;
-        for ((g, t, p), c) in groups::read_checkpoints(&self.target, &src).await? {
-            self.checkpointed
-                .insert((g, t, p), (c.upstream_offset, c.downstream_offset));
-        }
         let (id, epoch) = self.target.init_producer_id().await?;
         self.producer = Some(ProducerIdentity { id, epoch });
         if self.mirror.is_some() {
@@ -825,223 +749,6 @@ impl Flow {
         if self.cfg.emit_offset_syncs && self.mm2_records() {
             let t = mm2::offset_syncs_topic(self.target.name());
             store::ensure_compacted_topic(&self.target, &t, self.replication_factor).await?;
-        }
-        Ok(())
-    }
-
-    async fn heartbeat(&self) -> Result<()> {
-        write_heartbeat(&self.target, self.source.name(), self.target.name()).await?;
-        if !self.reverse_configured {
-            write_heartbeat(&self.source, self.target.name(), self.source.name()).await?;
-        }
-        Ok(())
-    }
-
-    async fn refresh_topics(&mut self) -> Result<()> {
-        let (src, dst) = (
-            self.source.name().to_string(),
-            self.target.name().to_string(),
-        );
-        if let Some(l) = lists::read(&self.target, ListKind::Topics, &src, &dst).await? {
-            if l != self.topic_lists {
-                tracing::info!(flow = %self.name(), include = ?l.include, exclude = ?l.exclude, "topic lists changed");
-                self.topic_lists = l;
-            }
-        }
-        let filter = NameFilter::new(&self.topic_lists.include, &self.topic_lists.exclude)
-            .map_err(|e| {
-                Error::invalid(format!(
-                    "bad topic regex in the lists of {}: {e}",
-                    self.name()
-                ))
-            })?;
-        let meta = self.source.metadata(None).await?;
-        let mut wanted: BTreeMap<String, usize> = BTreeMap::new();
-        for t in &meta.topics {
-            if t.error_code != error_code::NONE || t.is_internal {
-                continue;
-            }
-            let decision = topic_should_replicate(&filter, &self.policy, &t.name, &dst);
-            let mirror_ok = match &self.mirror {
-                None => true,
-                // Mirror flows copy only the selected topics, and never one whose mirror ended.
-                Some(m) => {
-                    decision != TopicDecision::Heartbeats
-                        && !m
-                            .view
-                            .records
-                            .get(&t.name)
-                            .is_some_and(|r| r.state.is_stopped())
-                }
-            };
-            if decision.replicate() && mirror_ok {
-                wanted.insert(t.name.clone(), t.partitions.len());
-            }
-        }
-        if self.ownership.is_some() {
-            let mut items = std::collections::BTreeSet::new();
-            for (topic, count) in &wanted {
-                for p in 0..*count as i32 {
-                    items.insert(self.partition_item(topic, p));
-                }
-            }
-            items.insert(self.duties_item());
-            self.wanted_items = items;
-            self.report_ownership();
-            // Positions of partitions taken over from other instances are read fresh.
-            self.reload_progress().await?;
-        }
-        // Stop partitions of topics no longer selected.
-        let dropped: Vec<PartKey> = self
-            .parts
-            .keys()
-            .filter(|(t, _)| !wanted.contains_key(&**t))
-            .cloned()
-            .collect();
-        if !dropped.is_empty() {
-            self.flush_progress().await?;
-            for k in dropped {
-                tracing::info!(flow = %self.name(), topic = %k.0, partition = k.1, "no longer selected; stopped");
-                self.parts.remove(&k);
-            }
-        }
-        for (topic, count) in wanted {
-            if !(0..count as i32).any(|p| self.owns_partition(&topic, p)) {
-                continue; // another instance runs it
-            }
-            if let Err(e) = self.ensure_topic(&topic, count).await {
-                self.report(&format!("topic {topic}"), format!("{e}"));
-            }
-        }
-        // A partition's starting point is durable before anything is written for it, so a
-        // crash at any later moment leaves a progress record to resume from.
-        self.flush_progress().await
-    }
-
-    async fn ensure_topic(&mut self, topic: &str, partitions: usize) -> Result<()> {
-        let remote = self.policy.remote_topic(self.source.name(), topic);
-        let existing = self.target.topic(&remote).await?;
-        if let Some(m) = &self.mirror {
-            if !m.view.records.contains_key(topic) {
-                // The record says whether strait created the topic, which identical offsets need;
-                // it is written before the topic is created.
-                let created = existing.is_none();
-                if !created {
-                    tracing::warn!(flow = %self.name(), %topic, "cluster {}, topic {topic}: the destination topic already existed; its offsets are mapped through the offset map, not guaranteed identical to the source's", self.target.name());
-                }
-                let rec =
-                    MirrorRecord::new(&m.link, self.source.name(), topic, created, store::now_ms());
-                self.mirror_write(rec).await?;
-            }
-        }
-        let remote_partitions = match existing {
-            Some(t) => {
-                if !self.parts.keys().any(|(name, _)| **name == *topic) {
-                    self.check_compatible(topic, &remote).await?;
-                }
-                t.partitions.len()
-            }
-            None => {
-                // The source topic's own settings, not the source broker's defaults: the
-                // target's brokers apply their own.
-                let configs: Vec<(String, String)> = match self
-                    .source
-                    .describe_topic_overrides(topic)
-                    .await
-                {
-                    Ok(c) => c
-                        .into_iter()
-                        .filter(|(k, _, own)| {
-                            (*own && REPLICABLE_CONFIGS.contains(&k.as_str()))
-                                || EFFECTIVE_CONFIGS.contains(&k.as_str())
-                        })
-                        .map(|(k, v, _)| (k, v))
-                        .collect(),
-                    Err(e) => {
-                        tracing::warn!(flow = %self.name(), %topic, "cannot read topic configs, creating with defaults: {e}");
-                        Vec::new()
-                    }
-                };
-                let created = self
-                    .target
-                    .create_topic(
-                        &remote,
-                        partitions as i32,
-                        self.replication_factor,
-                        &configs,
-                    )
-                    .await
-                    .map_err(|e| e.topic(&remote))?;
-                if created {
-                    tracing::info!(flow = %self.name(), %topic, %remote, partitions, "created remote topic");
-                }
-                partitions
-            }
-        };
-        let mut remote_partitions = remote_partitions;
-        if remote_partitions < partitions {
-            match self
-                .target
-                .create_partitions(&remote, partitions as i32)
-                .await
-            {
-                Ok(()) => {
-                    tracing::info!(flow = %self.name(), %topic, %remote, from = remote_partitions, to = partitions, "added partitions to the remote topic");
-                    remote_partitions = partitions;
-                }
-                Err(e) => {
-                    tracing::debug!(flow = %self.name(), %remote, "cannot add partitions: {e}")
-                }
-            }
-        }
-        if remote_partitions < partitions {
-            self.report(
-                &format!("partitions {topic}"),
-                format!(
-                    "cluster {}, topic {remote}: has {remote_partitions} partitions but source topic {topic} on cluster {} has {partitions}; partitions {remote_partitions}..{partitions} are not replicated until the remote topic has them",
-                    self.target.name(),
-                    self.source.name()
-                ),
-            );
-        }
-        let name: Arc<str> = Arc::from(topic);
-        for p in 0..partitions.min(remote_partitions) as i32 {
-            if self.parts.contains_key(&(Arc::clone(&name), p)) || !self.owns_partition(topic, p) {
-                continue;
-            }
-            if self.awaits_answer(topic, p) {
-                self.refresh_soon = true;
-                continue;
-            }
-            match self.resume_partition(topic, &remote, p).await {
-                Ok(state) => {
-                    tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.map.target_next(), "replicating partition");
-                    self.parts.insert((Arc::clone(&name), p), state);
-                }
-                Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
-            }
-        }
-        Ok(())
-    }
-
-    /// An existing remote topic must keep records the way the source does: a compacted source
-    /// into a deleting remote (or the reverse) would silently change what consumers see.
-    async fn check_compatible(&self, topic: &str, remote: &str) -> Result<()> {
-        let policy = |configs: Vec<(String, Option<String>)>| {
-            configs
-                .into_iter()
-                .find(|(k, _)| k == "cleanup.policy")
-                .and_then(|(_, v)| v)
-                .unwrap_or_else(|| "delete".to_string())
-        };
-        let src = policy(self.source.describe_topic_configs(topic).await?);
-        let dst = policy(self.target.describe_topic_configs(remote).await?);
-        if src != dst {
-            return Err(Error::invalid(format!(
-                "cluster {}, topic {remote}: cleanup.policy is {dst} but source topic {topic} on cluster {} has {src}; not replicating into it",
-                self.target.name(),
-                self.source.name()
-            )));
         }
         Ok(())
     }
@@ -1121,7 +828,16 @@ impl Flow {
             wanted.rotate_left(turn);
         }
         wanted.sort_by_key(|(_, st)| st.queued_bytes);
+        let mut recreated: Vec<(PartKey, [u8; 16], [u8; 16])> = Vec::new();
         for (k, st) in wanted {
+            // Metadata refreshed after an error shows a topic created again under the same
+            // name before the next Fetch could read the new topic at the old position.
+            if let (Some(was), Some(now)) = (st.topic_id, self.source.cached_topic_id(&k.0)) {
+                if was != now {
+                    recreated.push((k.clone(), was, now));
+                    continue;
+                }
+            }
             let (leader, epoch) = match self.source.leader(&k.0, k.1).await {
                 Ok(l) => l,
                 Err(e) => {
@@ -1142,6 +858,9 @@ impl Flow {
                     current_leader_epoch: epoch,
                     max_bytes,
                 });
+        }
+        for (k, was, now) in recreated {
+            self.stop_recreated(&k, was, now);
         }
         let since_data = self.last_data.map(|t| t.elapsed());
         let wait = fetch_wait(since_data, self.cfg.fetch_max_wait);
@@ -1199,6 +918,7 @@ impl Flow {
         } = started;
         let session = self.fetch_sessions.entry(leader).or_default();
         let resp = pending.finish(session).await?;
+        let mut beyond_end: Vec<PartKey> = Vec::new();
         for p in resp.partitions {
             let key = (p.topic.clone(), p.partition);
             let Some(st) = self.parts.get_mut(&key) else {
@@ -1229,10 +949,19 @@ impl Flow {
                     let at = st.planner.next_offset();
                     if start > at {
                         tracing::error!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
+                        st.lost_records += (start - at) as u64;
+                        self.obs.records_lost(&name, &key.0, (start - at) as u64);
                         st.planner =
                             PartitionPlanner::new(start, st.producer(), st.planner.next_sequence());
                     } else {
-                        tracing::warn!(flow = %name, topic = %key.0, partition = key.1, "offset {at} out of range (log start {start})");
+                        // Beyond the log's end: the log was truncated below the position (an
+                        // unclean leader election), or the topic was deleted and created
+                        // again. Confirmed by a few answers in a row, the partition stops.
+                        st.beyond_end += 1;
+                        tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {at}: beyond the end of the source log (log start {start}, answer {} in a row)", key.0, key.1, st.beyond_end);
+                        if st.beyond_end >= BEYOND_END_STOP {
+                            beyond_end.push(key.clone());
+                        }
                     }
                     continue;
                 }
@@ -1240,11 +969,16 @@ impl Flow {
                     if error_code::needs_metadata_refresh(code) {
                         self.source.invalidate(&key.0);
                     }
+                    if code == error_code::UNKNOWN_TOPIC_OR_PARTITION {
+                        // The source topic may have been deleted: the refresh finds out soon.
+                        self.refresh_soon = true;
+                    }
                     tracing::warn!(flow = %name, "cluster {src_name}, topic {}, partition {}, offset {}: fetch error {}", key.0, key.1, st.planner.next_offset(), error_code::name(code));
                     self.obs.retry(&src_name, "fetch_partition");
                     continue;
                 }
             }
+            st.beyond_end = 0;
             let at = st.planner.next_offset();
             match st.planner.plan(&p) {
                 Ok(plan) => {
@@ -1273,6 +1007,9 @@ impl Flow {
                     st.failed = Some(msg);
                 }
             }
+        }
+        for k in beyond_end {
+            self.stop_beyond_end(&k).await;
         }
         if planned > 0 {
             self.last_data = Some(Instant::now());
@@ -1303,6 +1040,7 @@ impl Flow {
         // requests that go (a held request costs no allocation), and count them in after.
         let mut requests: Vec<ProduceRequest> = Vec::new();
         let mut failed = None;
+        let mut no_leader = false;
         {
             // Per leader: the partitions with a batch to send, and how many have batches
             // queued (sent or not); a request carrying all of those is as full as it can be.
@@ -1327,10 +1065,13 @@ impl Flow {
                             entry.ready.push((k, s));
                         }
                     }
-                    Err(e) if ready => {
-                        tracing::warn!(flow = %self.name(), topic = %s.target_topic, partition = k.1, "no target leader: {e}")
+                    Err(e) => {
+                        // A remote topic that is gone: the topic refresh finds out soon.
+                        no_leader = true;
+                        if ready {
+                            tracing::warn!(flow = %self.name(), topic = %s.target_topic, partition = k.1, "no target leader: {e}")
+                        }
                     }
-                    Err(_) => {}
                 }
             }
             let hold = self.in_flight.len() >= HOLD_BELOW_IN_FLIGHT;
@@ -1395,6 +1136,7 @@ impl Flow {
                 }
             }
         }
+        self.refresh_soon |= no_leader;
         let sent = requests.len();
         for ProduceRequest {
             pending,
@@ -1474,9 +1216,12 @@ impl Flow {
             let code = by_partition
                 .get(&(st.target_topic.as_str(), k.1))
                 .map(|r| (r.error_code, r.base_offset, r.error_message.clone()));
-            match code {
-                Some((error_code::NONE, base, _))
-                | Some((error_code::DUPLICATE_SEQUENCE_NUMBER, base, _)) => {
+            let (error, base, message) = match code {
+                Some((e, b, m)) => (Some(e), b, m),
+                None => (None, -1, None),
+            };
+            match classify(error, st.sequence_retries) {
+                Outcome::Acked => {
                     let Some(out) = st.queue.pop_front() else {
                         continue;
                     };
@@ -1558,9 +1303,7 @@ impl Flow {
                 // batch whose predecessor it has not appended yet. Like Kafka's producer, resend
                 // from the oldest unacknowledged batch with the same sequences; a gap that
                 // persists stops the partition.
-                Some((error_code::OUT_OF_ORDER_SEQUENCE_NUMBER, _, _))
-                    if st.sequence_retries < MAX_SEQUENCE_RETRIES =>
-                {
+                Outcome::ResendFromOldest => {
                     st.sequence_retries += 1;
                     tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: OutOfOrderSequenceNumber, resending from the oldest unacknowledged batch (attempt {})", st.target_topic, k.1, st.sequence_retries);
                     st.in_flight = 0;
@@ -1569,20 +1312,13 @@ impl Flow {
                 // The target's producer state for this partition is not what this instance
                 // thinks (another writer's late batches landed, or the broker forgot the
                 // producer): take the partition up again from what the target holds.
-                Some((
-                    error_code::OUT_OF_ORDER_SEQUENCE_NUMBER
-                    | error_code::INVALID_PRODUCER_EPOCH
-                    | error_code::UNKNOWN_PRODUCER_ID,
-                    _,
-                    _,
-                )) => {
-                    resync.push((k.clone(), true));
+                // Timed out on the broker (`refused` false): the batch may have been appended
+                // (see above).
+                Outcome::TakeUpAgain { refused } => {
+                    resync.push((k.clone(), refused));
                 }
-                // Timed out on the broker: the batch may have been appended (see above).
-                Some((error_code::REQUEST_TIMED_OUT, _, _)) => {
-                    resync.push((k.clone(), false));
-                }
-                Some((code, _, message)) if !error_code::is_retriable(code) => {
+                Outcome::Stop => {
+                    let code = error.unwrap_or(-1);
                     let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
                     let msg = format!(
                         "cluster {tgt}, topic {}, partition {}, source offset {offset}: broker refused the batch: {}{}; partition stopped",
@@ -1597,12 +1333,14 @@ impl Flow {
                     st.in_flight = 0;
                     st.epoch += 1;
                 }
-                other => {
-                    let code = other
-                        .map(|c| c.0)
-                        .unwrap_or(error_code::UNKNOWN_TOPIC_OR_PARTITION);
-                    if error_code::needs_metadata_refresh(code) {
+                Outcome::Resend { refresh_metadata } => {
+                    let code = error.unwrap_or(error_code::UNKNOWN_TOPIC_OR_PARTITION);
+                    if refresh_metadata {
                         self.target.invalidate(&st.target_topic);
+                    }
+                    if code == error_code::UNKNOWN_TOPIC_OR_PARTITION {
+                        // The remote topic may be gone: the topic refresh finds out soon.
+                        self.refresh_soon = true;
                     }
                     tracing::warn!(flow = %name, "cluster {tgt}, topic {}, partition {}: produce error {}, resending", st.target_topic, k.1, error_code::name(code));
                     self.obs.retry(&tgt, "produce_partition");
@@ -1672,6 +1410,7 @@ impl Flow {
             Stored {
                 map: st.map.clone(),
                 writer: Some(st.writer),
+                topic_id: st.topic_id,
             },
         );
         self.parts.remove(&k);
@@ -1701,688 +1440,6 @@ impl Flow {
                 .map(|(t, _)| t.clone())
                 .collect(),
         }
-    }
-
-    /// Stores a mirror record and keeps it in the view.
-    async fn mirror_write(&mut self, rec: MirrorRecord) -> Result<()> {
-        mirrors::write_state(&self.target, &rec, self.replication_factor).await?;
-        if let Some(m) = self.mirror.as_mut() {
-            m.view.records.insert(rec.topic.clone(), rec);
-        }
-        Ok(())
-    }
-
-    /// Mirror upkeep, at most every [`MIRROR_TICK`]: picks up commands and link settings,
-    /// advances promotions, checks for foreign writes, and syncs consumer offsets.
-    async fn mirror_tick(&mut self) -> Result<()> {
-        let now = Instant::now();
-        match &self.mirror {
-            Some(m) if now >= m.next_tick => {}
-            _ => return Ok(()),
-        }
-        if let Some(m) = self.mirror.as_mut() {
-            m.next_tick = now + MIRROR_TICK;
-        }
-        self.mirror_read_control().await?;
-        self.advance_promotions().await?;
-        self.check_foreign_writes().await?;
-        let due = match &self.mirror {
-            Some(m) => m.sync_enable && now >= m.next_sync,
-            None => false,
-        };
-        if due {
-            if let Err(e) = self.mirror_offset_sync(None).await {
-                tracing::warn!(flow = %self.name(), "consumer offset sync failed: {e}");
-            }
-            if let Some(m) = self.mirror.as_mut() {
-                m.next_sync = Instant::now() + m.sync_every;
-            }
-        }
-        Ok(())
-    }
-
-    /// Re-reads the control topic if it changed, and applies new link settings and commands.
-    async fn mirror_read_control(&mut self) -> Result<()> {
-        let Some(m) = &self.mirror else {
-            return Ok(());
-        };
-        let end = mirrors::control_end(&self.target).await?;
-        if end == m.control_seen {
-            return Ok(());
-        }
-        let link = m.link.clone();
-        let view = mirrors::read_view(&self.target, self.source.name(), &link).await?;
-        // Link settings.
-        let version = view.link.as_ref().map(|l| l.version).unwrap_or(0);
-        if version > m.applied_version {
-            let (enable, every, filters) = mirrors::effective(&self.cfg, view.link.as_ref());
-            tracing::info!(flow = %self.name(), %link, consumer_offset_sync = enable, interval_ms = every.as_millis() as u64, group_filters = %filters.to_json(), "link settings changed");
-            if let Some(m) = self.mirror.as_mut() {
-                m.sync_enable = enable;
-                m.sync_every = every;
-                m.filters = filters;
-                m.applied_version = version;
-                m.next_sync = Instant::now().min(m.next_sync);
-            }
-            mirrors::write_applied(&self.target, &link, version, self.replication_factor).await?;
-        }
-        // Commands, applied in the order they were given.
-        let mut pending: Vec<(String, crate::mirror::MirrorCommand)> = view
-            .commands
-            .iter()
-            .filter(|(t, c)| view.records.get(*t).is_some_and(|r| r.is_pending(c)))
-            .map(|(t, c)| (t.clone(), c.clone()))
-            .collect();
-        pending.sort_by_key(|(_, c)| c.at_ms);
-        if let Some(m) = self.mirror.as_mut() {
-            m.view = view;
-        }
-        for (topic, cmd) in pending {
-            let Some(mut rec) = self
-                .mirror
-                .as_ref()
-                .and_then(|m| m.view.records.get(&topic).cloned())
-            else {
-                continue;
-            };
-            if !rec.apply(&cmd, store::now_ms()) {
-                continue;
-            }
-            if rec.state.is_stopped() {
-                // Stopped before the record says so: `strait mirror failover` then knows that
-                // nothing more is written.
-                self.stop_topic(&topic).await?;
-            }
-            tracing::info!(flow = %self.name(), %topic, command = cmd.action.as_str(), state = rec.state.as_str(), "mirror command applied");
-            self.mirror_write(rec).await?;
-        }
-        // A mirror stopped elsewhere (another instance, an earlier run) is never written either.
-        let stopped: Vec<String> = match &self.mirror {
-            Some(m) => m
-                .view
-                .records
-                .iter()
-                .filter(|(t, r)| {
-                    r.state.is_stopped() && self.parts.keys().any(|(p, _)| **p == ***t)
-                })
-                .map(|(t, _)| t.clone())
-                .collect(),
-            None => Vec::new(),
-        };
-        for topic in stopped {
-            self.stop_topic(&topic).await?;
-        }
-        // Our own writes moved the end; read from there next time.
-        let end = mirrors::control_end(&self.target).await?;
-        if let Some(m) = self.mirror.as_mut() {
-            m.control_seen = end;
-        }
-        Ok(())
-    }
-
-    /// Ends mirroring of `topic`: answers to requests in flight are applied, progress is
-    /// stored, and its partitions are dropped for good.
-    async fn stop_topic(&mut self, topic: &str) -> Result<()> {
-        while !self.in_flight.is_empty() {
-            self.receive_one().await;
-        }
-        self.flush_progress().await?;
-        let keys: Vec<PartKey> = self
-            .parts
-            .keys()
-            .filter(|(t, _)| **t == *topic)
-            .cloned()
-            .collect();
-        for k in keys {
-            self.parts.remove(&k);
-        }
-        tracing::info!(flow = %self.name(), %topic, "mirror stopped: the topic is an ordinary writable topic and strait no longer writes to it");
-        Ok(())
-    }
-
-    /// Finishes promotions whose topic caught up: every partition has all source records
-    /// (checked against the source's log end now), nothing in flight, and consumer offsets synced.
-    async fn advance_promotions(&mut self) -> Result<()> {
-        let promoting: Vec<String> = match &self.mirror {
-            Some(m) => m
-                .view
-                .records
-                .iter()
-                .filter(|(_, r)| r.state == MirrorState::Promoting)
-                .map(|(t, _)| t.clone())
-                .collect(),
-            None => return Ok(()),
-        };
-        for topic in promoting {
-            let parts: Vec<&PartState> = self
-                .parts
-                .values()
-                .filter(|st| st.source_topic == topic)
-                .collect();
-            let expected = self
-                .source
-                .topic(&topic)
-                .await?
-                .map(|t| t.partitions.len())
-                .unwrap_or(0);
-            if parts.is_empty() || parts.len() != expected {
-                continue;
-            }
-            if let Some(failed) = parts.iter().find_map(|st| st.failed.clone()) {
-                let reason = format!("cannot promote until this is resolved: {failed}");
-                if let Some(mut rec) = self
-                    .mirror
-                    .as_ref()
-                    .and_then(|m| m.view.records.get(&topic).cloned())
-                {
-                    if rec.reason.as_deref() != Some(reason.as_str()) {
-                        rec.reason = Some(reason);
-                        self.mirror_write(rec).await?;
-                    }
-                }
-                continue;
-            }
-            if parts
-                .iter()
-                .any(|st| !st.queue.is_empty() || st.in_flight > 0)
-            {
-                continue;
-            }
-            let ps: Vec<i32> = parts.iter().map(|st| st.partition).collect();
-            let next: HashMap<i32, i64> = parts
-                .iter()
-                .map(|st| (st.partition, st.map.source_next()))
-                .collect();
-            let ends = self.source.list_offsets(&topic, &ps, LATEST).await?;
-            if ends.iter().any(|(p, end)| next.get(p) != Some(end)) {
-                continue;
-            }
-            if self.mirror.as_ref().is_some_and(|m| m.sync_enable) {
-                self.mirror_offset_sync(Some(&topic)).await?;
-            }
-            self.stop_topic(&topic).await?;
-            if let Some(mut rec) = self
-                .mirror
-                .as_ref()
-                .and_then(|m| m.view.records.get(&topic).cloned())
-            {
-                rec.state = MirrorState::Promoted;
-                rec.reason = None;
-                rec.updated_ms = store::now_ms();
-                self.mirror_write(rec).await?;
-            }
-            tracing::info!(flow = %self.name(), %topic, "mirror promoted");
-        }
-        Ok(())
-    }
-
-    /// A mirror partition with nothing queued or in flight must end on the target exactly where
-    /// strait's last write ended; anything else means something else wrote into it.
-    async fn check_foreign_writes(&mut self) -> Result<()> {
-        let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
-        for st in self.parts.values() {
-            if st.failed.is_none()
-                && st.in_flight == 0
-                && st.queue.is_empty()
-                && st.flushed.is_some()
-            {
-                by_topic
-                    .entry(st.target_topic.clone())
-                    .or_default()
-                    .push((st.partition, st.map.target_next()));
-            }
-        }
-        let tgt = self.target.name().to_string();
-        let name = self.name();
-        for (topic, parts) in by_topic {
-            let ps: Vec<i32> = parts.iter().map(|(p, _)| *p).collect();
-            let ends = self.target.list_offsets(&topic, &ps, LATEST).await?;
-            for ((p, ours), (_, end)) in parts.into_iter().zip(ends) {
-                if end == ours {
-                    continue;
-                }
-                // Re-check under the same conditions: the partition may have moved meanwhile.
-                let Some(st) = self.parts.get_mut(&(Arc::from(topic.as_str()), p)) else {
-                    continue;
-                };
-                if st.in_flight != 0 || !st.queue.is_empty() || st.map.target_next() != ours {
-                    continue;
-                }
-                let msg = if end > ours {
-                    format!("cluster {tgt}, topic {topic}, partition {p}: {} records at offsets {ours}..{end} were written by something other than strait while the topic is mirrored; partition stopped (promote or fail over the mirror to make the topic writable)", end - ours)
-                } else {
-                    format!("cluster {tgt}, topic {topic}, partition {p}: the log ends at {end}, before the {ours} records strait mirrored there (deleted or truncated); partition stopped")
-                };
-                tracing::error!(flow = %name, "{msg}");
-                st.failed = Some(msg.clone());
-                self.mark_diverged(&topic, p, msg).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Makes a stopped partition durable in the topic's mirror record.
-    async fn mark_diverged(&mut self, topic: &str, partition: i32, why: String) -> Result<()> {
-        let Some(mut rec) = self
-            .mirror
-            .as_ref()
-            .and_then(|m| m.view.records.get(topic).cloned())
-        else {
-            return Ok(());
-        };
-        rec.diverged.insert(partition, why);
-        rec.updated_ms = store::now_ms();
-        self.mirror_write(rec).await
-    }
-
-    /// Cluster Linking's consumer offset sync: for groups passing the link's group filters and
-    /// with no active members on the target, makes the target's committed offsets of mirrored
-    /// partitions equal to the source's, translated through their offset maps (identical offsets
-    /// translate to themselves). `only` limits it to one topic (promotion).
-    async fn mirror_offset_sync(&mut self, only: Option<&str>) -> Result<()> {
-        let Some(m) = &self.mirror else {
-            return Ok(());
-        };
-        let filters = m.filters.clone();
-        let all = self.source.list_groups().await?;
-        for group in all.iter().filter(|g| filters.includes(g)) {
-            let committed = match groups::committed(&self.source, group).await {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot read committed offsets: {e}");
-                    continue;
-                }
-            };
-            let mut wanted = Vec::new();
-            for c in committed {
-                if only.is_some_and(|t| t != c.topic) {
-                    continue;
-                }
-                let Some(st) = self.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) else {
-                    continue;
-                };
-                if let Translation::Exact(t) = st.map.to_target(c.offset) {
-                    wanted.push((st.target_topic.clone(), c.partition, t));
-                }
-            }
-            let changed = wanted;
-            if changed.is_empty() {
-                continue;
-            }
-            match groups::active_members(&self.target, group).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::debug!(flow = %self.name(), %group, members = n, "group active on the target; offsets not synced");
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot describe group on the target: {e}");
-                    continue;
-                }
-            }
-            let current: HashMap<(String, i32), i64> = groups::committed(&self.target, group)
-                .await?
-                .into_iter()
-                .map(|c| ((c.topic, c.partition), c.offset))
-                .collect();
-            let commits: Vec<(String, i32, i64)> = changed
-                .iter()
-                .filter(|(t, p, o)| current.get(&(t.clone(), *p)) != Some(o))
-                .cloned()
-                .collect();
-            if !commits.is_empty() {
-                groups::commit(&self.target, group, &commits).await?;
-                tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced consumer offsets");
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the committed offsets of the source's consumer groups that pass the group lists,
-    /// translates them exactly, writes MM2 checkpoints to the target, and (with
-    /// `sync_group_offsets`) commits them for groups with no active members on the target.
-    ///
-    /// Offsets on topics this flow replicates go through this flow's offset maps. Offsets on
-    /// topics that came from the target (failback: `cluster_a.global_iot` on cluster_b, for the
-    /// flow cluster_b -> cluster_a) go back through the reverse flow's maps, stored in the
-    /// source cluster.
-    async fn checkpoints(&mut self) -> Result<()> {
-        let started = Instant::now();
-        let (src, dst) = (
-            self.source.name().to_string(),
-            self.target.name().to_string(),
-        );
-        let lists = lists::read(&self.target, ListKind::Groups, &src, &dst)
-            .await?
-            .unwrap_or_else(|| Lists {
-                include: self.cfg.groups.clone(),
-                exclude: self.cfg.groups_exclude.clone(),
-            });
-        let filter = NameFilter::new(&lists.include, &lists.exclude).map_err(|e| {
-            Error::invalid(format!(
-                "bad group regex in the lists of {}: {e}",
-                self.name()
-            ))
-        })?;
-        let all = self.source.list_groups().await?;
-        let groups: Vec<String> = all
-            .iter()
-            .filter(|g| group_should_sync(&filter, g))
-            .cloned()
-            .collect();
-        tracing::debug!(flow = %self.name(), listed = all.len(), selected = groups.len(), "checkpoint pass");
-        if groups.is_empty() {
-            return Ok(());
-        }
-        if self.ownership.is_some() {
-            self.reload_progress().await?;
-        }
-        // Maps of the reverse flow (dst -> src), stored in the source cluster.
-        let reverse = store::read_progress(&self.source, &dst).await?;
-        let mut checkpoints = Vec::new();
-        for group in &groups {
-            let committed = match groups::committed(&self.source, group).await {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot read committed offsets: {e}");
-                    continue;
-                }
-            };
-            for c in committed {
-                let stored = self
-                    .stored_progress
-                    .get(&progress::key(&src, &c.topic, c.partition))
-                    .map(|s| &s.map);
-                let translated =
-                    if let Some(st) = self.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) {
-                        Some((st.target_topic.clone(), st.map.to_target(c.offset)))
-                    } else if let (Some(map), true) = (stored, self.ownership.is_some()) {
-                        // Scale-out: a partition another instance runs, through its stored map.
-                        Some((
-                            self.policy.remote_topic(&src, &c.topic),
-                            map.to_target(c.offset),
-                        ))
-                    } else if self.policy.topic_source(&c.topic).as_deref() == Some(dst.as_str()) {
-                        let original = self.policy.upstream_topic(&c.topic).unwrap_or_default();
-                        reverse
-                            .get(&(original.clone(), c.partition))
-                            .map(|m| (original, m.to_source(c.offset)))
-                    } else {
-                        None
-                    };
-                tracing::debug!(flow = %self.name(), %group, topic = %c.topic, partition = c.partition, committed = c.offset, ?translated, "translating");
-                let Some((topic, Translation::Exact(downstream))) = translated else {
-                    continue;
-                };
-                let key = (group.clone(), topic.clone(), c.partition);
-                if self.checkpointed.get(&key) == Some(&(c.offset, downstream)) {
-                    continue;
-                }
-                checkpoints.push(mm2::Checkpoint {
-                    consumer_group_id: group.clone(),
-                    topic,
-                    partition: c.partition,
-                    upstream_offset: c.offset,
-                    downstream_offset: downstream,
-                    metadata: c.metadata,
-                });
-            }
-        }
-        if self.cfg.emit_checkpoints {
-            groups::write_checkpoints(&self.target, &src, &checkpoints, self.replication_factor)
-                .await?;
-        }
-        if self.cfg.sync_group_offsets {
-            self.sync_group_offsets(&checkpoints).await;
-        }
-        for c in checkpoints {
-            self.checkpointed.insert(
-                (c.consumer_group_id, c.topic, c.partition),
-                (c.upstream_offset, c.downstream_offset),
-            );
-        }
-        self.obs.checkpoint_pass(
-            &self.name(),
-            started.elapsed(),
-            &self.checkpointed,
-            store::now_ms(),
-        );
-        Ok(())
-    }
-
-    /// Commits translated offsets on the target for groups with no active members there. A
-    /// group is never moved backwards, and offsets it committed on the target itself (anything
-    /// other than what strait last translated) are left alone.
-    async fn sync_group_offsets(&self, checkpoints: &[mm2::Checkpoint]) {
-        let mut by_group: BTreeMap<&str, Vec<&mm2::Checkpoint>> = BTreeMap::new();
-        for c in checkpoints {
-            by_group
-                .entry(c.consumer_group_id.as_str())
-                .or_default()
-                .push(c);
-        }
-        for (group, cps) in by_group {
-            match groups::active_members(&self.target, group).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::debug!(flow = %self.name(), %group, members = n, "group active on the target; offsets not synced");
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot describe group on the target: {e}");
-                    continue;
-                }
-            }
-            let current: HashMap<(String, i32), i64> = match groups::committed(&self.target, group)
-                .await
-            {
-                Ok(c) => c
-                    .into_iter()
-                    .map(|c| ((c.topic, c.partition), c.offset))
-                    .collect(),
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot read offsets on the target: {e}");
-                    continue;
-                }
-            };
-            let mut commits = Vec::new();
-            for c in cps {
-                let now = current.get(&(c.topic.clone(), c.partition)).copied();
-                let ours = self
-                    .checkpointed
-                    .get(&(group.to_string(), c.topic.clone(), c.partition))
-                    .map(|x| x.1);
-                let ok = match now {
-                    None => true,
-                    Some(n) => Some(n) == ours && c.downstream_offset > n,
-                };
-                if ok {
-                    commits.push((c.topic.clone(), c.partition, c.downstream_offset));
-                }
-            }
-            if commits.is_empty() {
-                continue;
-            }
-            match groups::commit(&self.target, group, &commits).await {
-                Ok(()) => {
-                    tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced group offsets to the target")
-                }
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "group offset sync failed: {e}")
-                }
-            }
-        }
-    }
-
-    /// Writes progress records for partitions that moved.
-    pub async fn flush_progress(&mut self) -> Result<()> {
-        let src = self.source.name().to_string();
-        let mut records = Vec::new();
-        for st in self.parts.values() {
-            if st.flushed != Some(st.acked()) {
-                let key = progress::key(&src, &st.source_topic, st.partition);
-                records.push((
-                    Bytes::from(key),
-                    Some(Bytes::from(progress::encode(&st.map, Some(st.writer)))),
-                ));
-            }
-        }
-        if records.is_empty() {
-            return Ok(());
-        }
-        if !self.may_write() {
-            return Err(Error::invalid(
-                "not writing progress: this instance's group membership lease ran out",
-            ));
-        }
-        store::append_once(&self.target, PROGRESS_TOPIC, 0, &records).await?;
-        for st in self.parts.values_mut() {
-            st.flushed = Some(st.acked());
-            let key = progress::key(&src, &st.source_topic, st.partition);
-            self.stored_progress.insert(
-                key,
-                Stored {
-                    map: st.map.clone(),
-                    writer: Some(st.writer),
-                },
-            );
-        }
-        Ok(())
-    }
-
-    /// MM2-format offset syncs for partitions whose source-to-target delta changed.
-    async fn offset_syncs(&mut self) -> Result<()> {
-        let mut records = Vec::new();
-        let mut changed = Vec::new();
-        for (k, st) in &self.parts {
-            if st.records == 0 && st.synced_delta.is_some() {
-                continue;
-            }
-            let delta = st.acked().target_next - st.acked().source_next;
-            if st.synced_delta != Some(delta) && st.acked().target_next > 0 {
-                let sync = mm2::OffsetSync {
-                    topic: st.source_topic.clone(),
-                    partition: st.partition,
-                    upstream_offset: st.acked().source_next,
-                    downstream_offset: st.acked().target_next,
-                };
-                match sync.encode_key() {
-                    Ok(k) => records.push((Bytes::from(k), Some(Bytes::from(sync.encode_value())))),
-                    Err(e) => {
-                        tracing::warn!(flow = %self.name(), topic = %st.source_topic, partition = st.partition, "cannot encode offset sync: {e}")
-                    }
-                }
-                changed.push((k.clone(), delta));
-            }
-        }
-        if records.is_empty() {
-            return Ok(());
-        }
-        store::append_once(
-            &self.target,
-            &mm2::offset_syncs_topic(self.target.name()),
-            0,
-            &records,
-        )
-        .await?;
-        for (k, d) in changed {
-            if let Some(st) = self.parts.get_mut(&k) {
-                st.synced_delta = Some(d);
-            }
-        }
-        Ok(())
-    }
-
-    /// The members as the status shows them, rebuilt only when the membership changed.
-    fn member_statuses(&mut self) -> Vec<MemberStatus> {
-        let Some(own) = &self.ownership else {
-            return Vec::new();
-        };
-        let version = own.version();
-        if self.members_cache.0 != version {
-            let me = own.status();
-            let (flow, duties) = (self.name(), self.duties_item());
-            let members = me
-                .members
-                .iter()
-                .map(|(id, (inst, items))| MemberStatus {
-                    member_id: id.clone(),
-                    instance: inst.clone(),
-                    this_instance: *id == me.member_id,
-                    partitions: items
-                        .iter()
-                        .filter(|i| i.flow() == flow && matches!(i, WorkItem::Partition { .. }))
-                        .count(),
-                    duties: items.contains(&duties),
-                })
-                .collect();
-            self.members_cache = (version, members);
-        }
-        self.members_cache.1.clone()
-    }
-
-    fn publish_status(&mut self) {
-        let members = self.member_statuses();
-        self.obs.buffered(
-            &self.name(),
-            self.parts.values().map(|p| p.queued_bytes as u64).sum(),
-        );
-        let parts = self
-            .parts
-            .values()
-            .map(|st| PartitionStatus {
-                source_topic: st.source_topic.clone(),
-                target_topic: st.target_topic.clone(),
-                partition: st.partition,
-                source_next: st.acked().source_next,
-                target_next: st.acked().target_next,
-                source_end: st.source_end,
-                records: st.records,
-                bytes: st.bytes,
-                failed: st.failed.clone(),
-            })
-            .collect();
-        let mirrors = self
-            .mirror
-            .as_ref()
-            .map(|m| {
-                let mut v: Vec<MirrorStatus> = m
-                    .view
-                    .records
-                    .values()
-                    .map(|r| {
-                        let mut ms = MirrorStatus {
-                            topic: r.topic.clone(),
-                            link: r.link.clone(),
-                            state: r.state.as_str().to_string(),
-                            stopped_partitions: r
-                                .diverged
-                                .iter()
-                                .map(|(p, w)| (*p, w.clone()))
-                                .collect(),
-                            ..MirrorStatus::default()
-                        };
-                        for st in self.parts.values().filter(|st| st.source_topic == r.topic) {
-                            match offsets_mode(&st.map, r.created_by_strait) {
-                                OffsetsMode::Identical => {
-                                    ms.identical_partitions.push(st.partition)
-                                }
-                                mode => ms.mapped_partitions.push((st.partition, mode.to_string())),
-                            }
-                        }
-                        ms
-                    })
-                    .collect();
-                v.sort_by(|a, b| a.topic.cmp(&b.topic));
-                v
-            })
-            .unwrap_or_default();
-        self.status.send_replace(FlowStatus {
-            name: self.name(),
-            partitions: parts,
-            mirrors,
-            members,
-        });
     }
 }
 
@@ -2434,28 +1491,6 @@ fn note_offsets_mode(st: &mut PartState, flow: &str, target: &str) {
         st.identical = false;
         tracing::warn!(flow = %flow, topic = %st.target_topic, partition = st.partition, "cluster {target}, topic {}, partition {}: offsets are now {mode}; consumer offsets are translated through the offset map", st.target_topic, st.partition);
     }
-}
-
-/// Writes one MirrorMaker 2 heartbeat `source -> target` into `cluster`'s heartbeats topic.
-async fn write_heartbeat(cluster: &Cluster, source: &str, target: &str) -> Result<()> {
-    let hb = mm2::Heartbeat {
-        source_cluster_alias: source.to_string(),
-        target_cluster_alias: target.to_string(),
-        timestamp_ms: store::now_ms(),
-    };
-    let key = Bytes::from(hb.encode_key().map_err(mm2_err)?);
-    store::append_once(
-        cluster,
-        mm2::HEARTBEATS_TOPIC,
-        0,
-        &[(key, Some(Bytes::from(hb.encode_value())))],
-    )
-    .await?;
-    Ok(())
-}
-
-fn mm2_err(e: mm2::Mm2FormatError) -> Error {
-    Error::invalid(format!("MirrorMaker 2 record: {e}"))
 }
 
 /// One partition of `cluster` at `offset` (no wait), `max_bytes` at most, at `isolation`. A

@@ -6,6 +6,7 @@
 //! - [`store`]: small compacted internal topics used as durable stores.
 //! - [`status`]: what flows report.
 
+pub mod duties;
 pub mod flow;
 pub mod groups;
 pub mod lists;

@@ -62,53 +62,65 @@ pub struct Writer {
 }
 
 /// A stored progress record: the exact offset map and, for records written by this version on,
-/// the writer identity at the map's end.
+/// the writer identity at the map's end and the source topic's id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     /// Source-to-target offsets; its end is the stored position.
     pub map: OffsetMap,
     /// The partition's writer identity (absent in records of older versions).
     pub writer: Option<Writer>,
+    /// The source topic's id when the record was written (absent in records of older
+    /// versions, or when the source broker gives no topic ids): a topic deleted and created
+    /// again under the same name has another.
+    pub topic_id: Option<[u8; 16]>,
 }
 
 /// Marks the writer section after the encoded offset map.
 const WRITER_TAG: u8 = b'W';
+/// Marks the source topic id section (after the writer section, if any).
+const TOPIC_ID_TAG: u8 = b'T';
 
-/// Parses a progress record value: the offset map, then optionally the writer section.
+/// Parses a progress record value: the offset map, then optionally the writer section, then
+/// optionally the topic id section. Anything else makes the record unreadable (`None`).
 pub fn decode(value: &[u8]) -> Option<Stored> {
     let (map, used) = OffsetMap::decode_prefix(value).ok()?;
-    let rest = &value[used..];
-    if rest.is_empty() {
-        return Some(Stored { map, writer: None });
-    }
-    let (&tag, mut rest) = rest.split_first()?;
-    if tag != WRITER_TAG {
-        return None;
-    }
-    let producer_id = take_varint(&mut rest)?;
-    let producer_epoch = i16::try_from(take_varint(&mut rest)?).ok()?;
-    let next_sequence = i32::try_from(take_varint(&mut rest)?).ok()?;
-    if !rest.is_empty() {
-        return None;
-    }
-    Some(Stored {
+    let mut rest = &value[used..];
+    let mut stored = Stored {
         map,
-        writer: Some(Writer {
+        writer: None,
+        topic_id: None,
+    };
+    if let Some((&WRITER_TAG, tail)) = rest.split_first() {
+        rest = tail;
+        let producer_id = take_varint(&mut rest)?;
+        let producer_epoch = i16::try_from(take_varint(&mut rest)?).ok()?;
+        let next_sequence = i32::try_from(take_varint(&mut rest)?).ok()?;
+        stored.writer = Some(Writer {
             producer_id,
             producer_epoch,
             next_sequence,
-        }),
-    })
+        });
+    }
+    if let Some((&TOPIC_ID_TAG, tail)) = rest.split_first() {
+        let id: [u8; 16] = tail.get(..16)?.try_into().ok()?;
+        stored.topic_id = Some(id);
+        rest = &tail[16..];
+    }
+    rest.is_empty().then_some(stored)
 }
 
 /// Encodes a progress record value.
-pub fn encode(map: &OffsetMap, writer: Option<Writer>) -> Vec<u8> {
+pub fn encode(map: &OffsetMap, writer: Option<Writer>, topic_id: Option<[u8; 16]>) -> Vec<u8> {
     let mut out = map.encode();
     if let Some(w) = writer {
         out.push(WRITER_TAG);
         crate::offsets::put_varint(&mut out, w.producer_id);
         crate::offsets::put_varint(&mut out, i64::from(w.producer_epoch));
         crate::offsets::put_varint(&mut out, i64::from(w.next_sequence));
+    }
+    if let Some(id) = topic_id {
+        out.push(TOPIC_ID_TAG);
+        out.extend_from_slice(&id);
     }
     out
 }
@@ -284,7 +296,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let back = decode(&encode(&m, None)).unwrap().map;
+        let back = decode(&encode(&m, None, None)).unwrap().map;
         assert_eq!(
             Progress::from(&back),
             Progress {
@@ -327,15 +339,19 @@ mod writer_tests {
             decode(&old),
             Some(Stored {
                 map: m.clone(),
-                writer: None
+                writer: None,
+                topic_id: None,
             })
         );
-        let new = encode(&m, Some(w(77, 12)));
+        let new = encode(&m, Some(w(77, 12)), None);
         assert_eq!(decode(&new).unwrap().writer, Some(w(77, 12)));
         let mut bad = new.clone();
         bad.push(0);
         assert_eq!(decode(&bad), None);
         assert_eq!(decode(&new[..new.len() - 1]), None);
+        let with_id = encode(&m, Some(w(77, 12)), Some([9; 16]));
+        assert_eq!(decode(&with_id).unwrap().topic_id, Some([9; 16]));
+        assert_eq!(decode(&with_id[..with_id.len() - 1]), None);
     }
 
     #[test]
@@ -441,7 +457,10 @@ mod writer_tests {
         fn records_round_trip(id in 0i64..i64::MAX, epoch in 0i16..i16::MAX, seq in 0i32..i32::MAX, start in 0i64..1_000_000) {
             let m = OffsetMap::new(start, start / 2);
             let writer = Some(Writer { producer_id: id, producer_epoch: epoch, next_sequence: seq });
-            prop_assert_eq!(decode(&encode(&m, writer)), Some(Stored { map: m, writer }));
+            prop_assert_eq!(decode(&encode(&m, writer, None)), Some(Stored { map: m.clone(), writer, topic_id: None }));
+            let topic_id = Some([epoch as u8; 16]);
+            prop_assert_eq!(decode(&encode(&m, writer, topic_id)), Some(Stored { map: m.clone(), writer, topic_id }));
+            prop_assert_eq!(decode(&encode(&m, None, topic_id)), Some(Stored { map: m, writer: None, topic_id }));
         }
 
         #[test]

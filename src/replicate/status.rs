@@ -19,6 +19,8 @@ pub struct PartitionStatus {
     pub records: u64,
     /// Batch bytes replicated by this process.
     pub bytes: u64,
+    /// Source records deleted by retention before this process could replicate them.
+    pub lost_records: u64,
     /// Why the partition stopped, if it did.
     pub failed: Option<String>,
 }

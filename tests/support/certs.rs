@@ -1,6 +1,6 @@
 //! Test certificates generated at test time (rcgen): a CA, a server certificate for
 //! 127.0.0.1/localhost signed by it, a client certificate signed by it, and an unrelated CA.
-//! Keys are PKCS#8 PEM (what `nisshi broker --key` reads). Nothing is committed.
+//! Keys are PKCS#8 PEM (what Kafka's PEM key store and strait read). Nothing is committed.
 
 use std::path::{Path, PathBuf};
 

@@ -4,6 +4,7 @@
 //! tasks on the same runtime must keep running (e.g. the replicator under test), use the
 //! `*_async` variants, which run the blocking work on `spawn_blocking`.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -548,4 +549,25 @@ pub fn warm_up_group_coordinator(bootstrap: &str) {
             Err(e) => panic!("the group coordinator of {bootstrap} never answered: {e}"),
         }
     }
+}
+
+/// The group coordinator's view of `group` (ListGroups + DescribeGroups through rdkafka): its
+/// state and, per member id, the assignment bytes the coordinator holds for it.
+pub fn group_assignments(bootstrap: &str, group: &str) -> (String, BTreeMap<String, Vec<u8>>) {
+    let consumer: BaseConsumer = base_config(bootstrap)
+        .create()
+        .expect("create rdkafka BaseConsumer for DescribeGroups");
+    let list = match consumer.fetch_group_list(Some(group), Duration::from_secs(10)) {
+        Ok(l) => l,
+        Err(_) => return ("Unknown".to_string(), BTreeMap::new()),
+    };
+    let Some(g) = list.groups().iter().find(|g| g.name() == group) else {
+        return ("Dead".to_string(), BTreeMap::new());
+    };
+    let members = g
+        .members()
+        .iter()
+        .map(|m| (m.id().to_string(), m.assignment().unwrap_or(&[]).to_vec()))
+        .collect();
+    (g.state().to_string(), members)
 }

@@ -2,7 +2,7 @@
 //! byte to the same upstream broker, except Metadata answers, which are rewritten to list the two
 //! listeners as brokers 1 and 2 and to make broker 1 the leader of the even partitions and
 //! broker 2 of the odd ones. A client then fetches from two leaders over two connections, as
-//! from a real multi-broker cluster, while one nisshi process serves every partition.
+//! from a real multi-broker cluster, while one broker serves every partition.
 //!
 //! Each listener counts the Fetch requests it forwarded, and can hold back its Fetch answers
 //! (a slow leader).
@@ -21,7 +21,7 @@ use super::wire::{parse_request_header, read_frame};
 
 const METADATA: i16 = 3;
 const FETCH: i16 = 1;
-/// Largest frame passed through (nisshi's answers stay far below it).
+/// Largest frame passed through (the tests' answers stay far below it).
 const MAX_FRAME: usize = 256 << 20;
 
 struct Shared {

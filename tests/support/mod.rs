@@ -1,7 +1,9 @@
 //! Shared integration-test harness. Use from a test file with `mod support;`.
 //!
-//! - [`broker`]: real `nisshi` broker processes (`Broker::start`, `Broker::start_behind_proxy`).
-//! - [`kafka`]: Apache Kafka clusters (the reference broker), optionally behind the proxy.
+//! - [`broker`]: a one-node Apache Kafka cluster per `Broker` (`Broker::start`,
+//!   `Broker::start_behind_proxy`).
+//! - [`kafka`]: Apache Kafka clusters of any size or with secured listeners, optionally behind
+//!   the proxy.
 //! - [`proxy`]: `ProduceCheckProxy`, a forwarding proxy that checks Kafka's produce rules.
 //! - [`leaders`]: `SplitLeaders`, one broker posing as two leaders (Metadata rewritten).
 //! - [`data`]: rdkafka helpers (topic names, create topics, produce, consume).
@@ -20,7 +22,7 @@ pub mod records;
 pub mod strait;
 pub mod wire;
 
-pub use broker::{Broker, BrokerOptions, BrokerTls, ScramUser, SecureOptions};
+pub use broker::{Broker, BrokerOptions};
 pub use certs::TestPki;
 pub use data::{
     consume_all, create_topic, produce_records, topic_name, Codec, OwnedRecord, TestRecord,

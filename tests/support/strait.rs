@@ -81,6 +81,39 @@ impl StraitRun {
     }
 
     /// kill -9, and waits for the process to end.
+    /// The process id of the running `strait run`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU seconds (user + system) the process has used so far, from `/proc/PID/stat`.
+    pub fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which is in parentheses): utime is the 12th, stime
+        // the 13th of those.
+        let rest = stat.rsplit(')').next().unwrap_or_default();
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    }
+
+    /// Resident memory now and its peak (`VmRSS`, `VmHWM`), in bytes.
+    pub fn memory(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+                * 1024
+        };
+        (kib("VmRSS:"), kib("VmHWM:"))
+    }
+
     pub fn kill9(&mut self) {
         if !self.exited {
             let _ = self.child.kill();
@@ -94,4 +127,27 @@ impl Drop for StraitRun {
     fn drop(&mut self) {
         self.terminate(Duration::from_secs(20));
     }
+}
+
+/// GET `path` from a status server on a loopback `port`; (status code, body), `None` if it
+/// does not answer.
+pub fn status_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let code = text.split_whitespace().nth(1)?.parse().ok()?;
+    let body = text
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    Some((code, body))
 }

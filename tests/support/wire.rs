@@ -339,27 +339,6 @@ pub fn api_versions_probe(
     api_versions_exchange(&mut stream)
 }
 
-/// [`api_versions_probe`] over TLS, trusting the PEM CA certificates in `ca`.
-pub fn api_versions_probe_tls(
-    addr: SocketAddr,
-    timeout: Duration,
-    ca: &std::path::Path,
-) -> Result<Vec<ApiVersionRange>, String> {
-    let tcp =
-        TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect {addr}: {e}"))?;
-    tcp.set_read_timeout(Some(timeout))
-        .and_then(|_| tcp.set_write_timeout(Some(timeout)))
-        .map_err(|e| format!("set socket timeouts: {e}"))?;
-    let config = strait::tls::client_config(&strait::tls::TlsSettings {
-        ca_file: Some(ca.to_path_buf()),
-        ..Default::default()
-    })?;
-    let name = strait::tls::server_name(&addr.to_string(), None)?;
-    let conn = rustls::ClientConnection::new(config, name).map_err(|e| format!("TLS: {e}"))?;
-    let mut stream = rustls::StreamOwned::new(conn, tcp);
-    api_versions_exchange(&mut stream)
-}
-
 fn api_versions_exchange<S: Read + Write>(stream: &mut S) -> Result<Vec<ApiVersionRange>, String> {
     let (error_code, ranges) = api_versions_once(stream, 3, 1)?;
     match error_code {

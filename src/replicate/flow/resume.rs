@@ -42,6 +42,14 @@ enum Start {
         writer: Writer,
         why: String,
     },
+    /// The source changed under the stored position (`why`, counted as error `kind`): it
+    /// stays stopped.
+    Stopped {
+        map: OffsetMap,
+        writer: Writer,
+        why: String,
+        kind: &'static str,
+    },
 }
 
 impl Flow {
@@ -64,9 +72,18 @@ impl Flow {
         topic: &str,
         remote: &str,
         partition: i32,
+        topic_id: Option<[u8; 16]>,
     ) -> Result<PartState> {
         let key = progress::key(self.source.name(), topic, partition);
         let stored = self.stored_progress.get(&key).cloned();
+        // The position belongs to the topic it was taken on: a topic deleted and created again
+        // under the same name (another id) must not be read from it.
+        let current = topic_id;
+        let recreated = match (stored.as_ref().and_then(|s| s.topic_id), current) {
+            (Some(was), Some(now)) if was != now => Some(was),
+            _ => None,
+        };
+        let topic_id = recreated.or(current);
         let target_end = self
             .target
             .list_offsets(remote, &[partition], LATEST)
@@ -75,6 +92,22 @@ impl Flow {
         let tgt = self.target.name().to_string();
         let ctx = |e: Error| e.cluster(&tgt).partition(remote, partition);
         let start = match stored {
+            Some(s) if recreated.is_some() => Start::Stopped {
+                why: super::recreated_message(
+                    self.source.name(),
+                    topic,
+                    partition,
+                    &s.map,
+                    recreated.unwrap_or_default(),
+                    current.unwrap_or_default(),
+                ),
+                map: s.map,
+                writer: match s.writer {
+                    Some(w) => w,
+                    None => self.fresh_writer()?,
+                },
+                kind: "source_topic_recreated",
+            },
             None if target_end == 0 => {
                 let from = self
                     .source
@@ -92,12 +125,18 @@ impl Flow {
                     "refusing to replicate into it: the remote partition already holds {target_end} records that this flow did not write"
                 ))));
             }
-            Some(s) if target_end < s.map.target_next() => {
-                return Err(ctx(Error::invalid(format!(
-                    "refusing to replicate into it: the remote partition ends at offset {target_end}, before the {} strait had written there",
+            Some(s) if target_end < s.map.target_next() => Start::Stopped {
+                why: format!(
+                    "cluster {tgt}, topic {remote}, partition {partition}: the remote partition ends at offset {target_end}, before the {} records strait had written there (the remote topic was deleted and created again, or records were deleted from it); partition stopped so that nothing lands at offsets its offset map does not say (replicate into a fresh remote topic to start over)",
                     s.map.target_next()
-                ))));
-            }
+                ),
+                map: s.map,
+                writer: match s.writer {
+                    Some(w) => w,
+                    None => self.fresh_writer()?,
+                },
+                kind: "remote_topic_changed",
+            },
             Some(s) => match s.writer {
                 Some(writer) if target_end == s.map.target_next() => Start::Continue {
                     map: s.map,
@@ -133,6 +172,16 @@ impl Flow {
                 }
                 (map, writer, true, Some(msg))
             }
+            Start::Stopped {
+                map,
+                writer,
+                why,
+                kind,
+            } => {
+                tracing::error!(flow = %self.name(), "{why}");
+                self.obs.error(&self.name(), kind);
+                (map, writer, true, Some(why))
+            }
         };
         let identical = match &self.mirror {
             None => false,
@@ -152,12 +201,31 @@ impl Flow {
                 mode == OffsetsMode::Identical
             }
         };
+        Ok(self.part_state(
+            topic, remote, partition, map, writer, flushed, failed, identical, topic_id,
+        ))
+    }
+
+    /// A partition's state at `map`'s end, written under `writer`; stopped for `failed`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn part_state(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+        map: OffsetMap,
+        writer: Writer,
+        flushed: bool,
+        failed: Option<String>,
+        identical: bool,
+        topic_id: Option<[u8; 16]>,
+    ) -> PartState {
         let source_next = map.source_next();
         let producer = Some(crate::forward::ProducerIdentity {
             id: writer.producer_id,
             epoch: writer.producer_epoch,
         });
-        Ok(PartState {
+        PartState {
             source_topic: topic.to_string(),
             target_topic: remote.to_string(),
             partition,
@@ -181,7 +249,10 @@ impl Flow {
             writer,
             heartbeats: self.policy.is_heartbeats_topic(topic),
             connection: 0,
-        })
+            topic_id,
+            lost_records: 0,
+            beyond_end: 0,
+        }
     }
 
     /// Reads back what landed after the stored position and continues after it if strait

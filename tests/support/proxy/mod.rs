@@ -7,6 +7,15 @@
 //! Frames are forwarded whole: the proxy reads until a complete size-prefixed frame is buffered,
 //! inspects it, then writes it on. That guarantees an InitProducerId response is recorded before
 //! the client can see it (and so before the client can use the producer id).
+//!
+//! Per connection and direction, a reader (`pump`) parses and checks whole frames and queues
+//! them with the [`FaultPlan`]'s verdict; a writer (`deliver`) writes them in order, applying
+//! what the plan says about time and the link: holds, delays, latency with jitter, blackholes,
+//! the bandwidth limit, closes and resets. Faults on offer (see [`FaultPlan`]): delays (all
+//! requests, all responses, responses of one API), latency with seeded jitter, a bandwidth
+//! limit, a blackhole, refused connections, closes before/after a request or instead of a
+//! response, a reset in the middle of a response, held requests delivered late, and
+//! [`ProduceCheckProxy::drop_connections_now`] (an RST on every current connection).
 
 pub mod check;
 pub mod fault;
@@ -25,7 +34,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 
 pub use check::{check_produce_request, FrameOutcome, ProduceChecker, INIT_PRODUCER_ID, PRODUCE};
-pub use fault::{FaultAction, FaultPlan, KeyTrigger};
+pub use fault::{FaultAction, FaultPlan, KeyTrigger, Latency, SplitMix64, ANY_API_KEY};
 
 use crate::support::wire::MAX_FRAME_BYTES;
 
@@ -65,6 +74,10 @@ struct Shared {
     connections_accepted: AtomicU64,
     /// Produce requests delivered late because of [`FaultPlan::hold`].
     held_produce: AtomicU64,
+    /// Responses cut in the middle ([`FaultPlan::reset_mid_response`]).
+    resets_mid_response: AtomicU64,
+    /// [`FaultPlan::bandwidth`]'s token buckets: client->broker, broker->client.
+    buckets: [Mutex<Bucket>; 2],
     notes: Mutex<Vec<String>>,
 }
 
@@ -104,7 +117,9 @@ impl Shared {
         lock(&self.fault).on_request(key, version)
     }
 
-    fn on_response_frame(&self, payload: &[u8], inflight: &InFlight) -> FaultAction {
+    /// `frame`: size prefix included.
+    fn on_response_frame(&self, frame: &[u8], inflight: &InFlight) -> FaultAction {
+        let payload = &frame[4..];
         let key = if payload.len() >= 4 {
             let corr = i32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
             lock(inflight).remove(&corr)
@@ -121,7 +136,7 @@ impl Shared {
                 self.note(n);
             }
         }
-        lock(&self.fault).on_response(key.map(|(k, _)| k))
+        lock(&self.fault).on_response(key.map(|(k, _)| k), frame.len())
     }
 }
 
@@ -132,13 +147,80 @@ enum Dir {
     BrokerToClient,
 }
 
+impl Dir {
+    fn index(self) -> usize {
+        match self {
+            Dir::ClientToBroker => 0,
+            Dir::BrokerToClient => 1,
+        }
+    }
+}
+
+/// A token bucket of [`FaultPlan::bandwidth`] (one per direction, shared by all connections).
+#[derive(Default)]
+struct Bucket {
+    /// The rate the bucket was filled for (0: no limit seen yet); a new rate starts it afresh.
+    rate: u64,
+    tokens: f64,
+    at: Option<std::time::Instant>,
+}
+
+impl Bucket {
+    /// Takes `n` bytes' worth of tokens at `rate` bytes/s (going into debt if needed) and says
+    /// how long to wait before writing them: until the debt is paid back.
+    fn take(&mut self, rate: u64, n: usize, now: std::time::Instant) -> std::time::Duration {
+        let r = rate as f64;
+        if self.rate != rate {
+            self.rate = rate;
+            self.tokens = r;
+            self.at = Some(now);
+        }
+        let elapsed = self
+            .at
+            .map_or(0.0, |at| now.saturating_duration_since(at).as_secs_f64());
+        self.tokens = (self.tokens + elapsed * r).min(r);
+        self.at = Some(now);
+        self.tokens -= n as f64;
+        if self.tokens >= 0.0 {
+            std::time::Duration::ZERO
+        } else {
+            std::time::Duration::from_secs_f64(-self.tokens / r)
+        }
+    }
+}
+
+/// One frame on its way to the other side.
+struct Outgoing {
+    frame: bytes::Bytes,
+    action: FaultAction,
+    /// When the proxy had read all of it.
+    received: std::time::Instant,
+    /// Not written before this ([`FaultPlan::latency`]).
+    due: Option<std::time::Instant>,
+}
+
+type Queue = tokio::sync::mpsc::UnboundedSender<Outgoing>;
+
+/// Reads whole frames from `rd`, checks them, and queues them (with the fault plan's verdict)
+/// for the writer of the other side.
 async fn pump(
     dir: Dir,
     mut rd: OwnedReadHalf,
-    mut out: Forward,
+    out: Queue,
     shared: &Shared,
     inflight: &InFlight,
 ) -> io::Result<()> {
+    let send = |frame: bytes::Bytes, action: FaultAction, due: Option<std::time::Instant>| {
+        out.send(Outgoing {
+            frame,
+            action,
+            received: std::time::Instant::now(),
+            due,
+        })
+        .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "other side closed"))
+    };
+    // Latency keeps frames in order: none is due before the one read before it.
+    let mut last_due: Option<std::time::Instant> = None;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
         while buf.len() >= 4 {
@@ -154,13 +236,13 @@ async fn pump(
                 } else {
                     shared.note(msg);
                 }
-                out.send(buf.split().freeze(), FaultAction::Forward).await?;
+                send(buf.split().freeze(), FaultAction::Forward, last_due)?;
                 loop {
                     let mut chunk = BytesMut::with_capacity(64 * 1024);
                     if rd.read_buf(&mut chunk).await? == 0 {
                         return Ok(());
                     }
-                    out.send(chunk.freeze(), FaultAction::Forward).await?;
+                    send(chunk.freeze(), FaultAction::Forward, last_due)?;
                 }
             }
             let total = 4 + size as usize;
@@ -170,15 +252,21 @@ async fn pump(
             let frame = buf.split_to(total).freeze();
             let action = match dir {
                 Dir::ClientToBroker => shared.on_request_frame(&frame[4..], inflight),
-                Dir::BrokerToClient => shared.on_response_frame(&frame[4..], inflight),
+                Dir::BrokerToClient => shared.on_response_frame(&frame, inflight),
             };
+            if let Some(extra) = lock(&shared.fault).latency_sample() {
+                let due = std::time::Instant::now() + extra;
+                last_due = Some(last_due.map_or(due, |last| last.max(due)));
+            }
             match action {
-                FaultAction::Close => return Ok(()),
-                FaultAction::ForwardThenClose => {
-                    out.send(frame, action).await?;
+                // A request refused: the connection ends here (what was queued still goes).
+                FaultAction::Close if dir == Dir::ClientToBroker => return Ok(()),
+                // The writer ends the connection after the frames queued before this one.
+                FaultAction::Close | FaultAction::ForwardThenClose | FaultAction::ResetAfter(_) => {
+                    send(frame, action, last_due)?;
                     return Ok(());
                 }
-                _ => out.send(frame, action).await?,
+                _ => send(frame, action, last_due)?,
             }
         }
         if buf.capacity() - buf.len() < 16 * 1024 {
@@ -190,67 +278,153 @@ async fn pump(
     }
 }
 
-/// Where a pump's frames go: written at once (broker->client), or handed to a task that owns
-/// the broker connection and can hold them (client->broker, see [`FaultPlan::hold`]).
-enum Forward {
-    Direct(OwnedWriteHalf),
-    Queued(tokio::sync::mpsc::UnboundedSender<(bytes::Bytes, FaultAction, std::time::Instant)>),
+/// How a writer ([`deliver`]) ended.
+#[derive(Debug)]
+enum Ended {
+    /// Its queue ended, or a fault closed the connection after some frame: close normally.
+    Closed,
+    /// Writing failed (the peer went away).
+    Failed(io::Error),
+    /// The connection is to be reset abruptly (RST both ways).
+    Reset,
 }
 
-impl Forward {
-    async fn send(&mut self, frame: bytes::Bytes, action: FaultAction) -> io::Result<()> {
-        match self {
-            Forward::Direct(wr) => write_frame(wr, &frame, action).await,
-            Forward::Queued(tx) => tx
-                .send((frame, action, std::time::Instant::now()))
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "broker side closed")),
+/// Waits while [`FaultPlan::blackhole_until`] is on (looking again every 50 ms, so a cleared
+/// plan ends the wait at once).
+async fn wait_out_blackhole(shared: &Shared) {
+    loop {
+        let now = std::time::Instant::now();
+        let Some(until) = lock(&shared.fault).blackholed_at(now) else {
+            return;
+        };
+        let nap = (until - now).min(std::time::Duration::from_millis(50));
+        tokio::time::sleep(nap).await;
+    }
+}
+
+/// Writes `bytes` to `wr` through the blackhole and the bandwidth limit of the plan: in chunks
+/// paid for from the direction's token bucket when there is a limit, at once otherwise.
+async fn write_through_faults(
+    dir: Dir,
+    wr: &mut OwnedWriteHalf,
+    mut bytes: &[u8],
+    shared: &Shared,
+) -> io::Result<()> {
+    while !bytes.is_empty() {
+        wait_out_blackhole(shared).await;
+        let rate = lock(&shared.fault).bandwidth;
+        let n = match rate {
+            // Chunks of about an eighth of a second's worth.
+            Some(rate) => bytes.len().min((rate / 8).clamp(256, 16 * 1024) as usize),
+            None => bytes.len(),
+        };
+        if let Some(rate) = rate {
+            let wait = lock(&shared.buckets[dir.index()]).take(rate, n, std::time::Instant::now());
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
         }
-    }
-}
-
-async fn write_frame(wr: &mut OwnedWriteHalf, frame: &[u8], action: FaultAction) -> io::Result<()> {
-    if let FaultAction::Delay(d) = action {
-        tokio::time::sleep(d).await;
-    }
-    wr.write_all(frame).await?;
-    if action == FaultAction::ForwardThenClose {
-        wr.flush().await?;
-        return Err(io::Error::new(
-            io::ErrorKind::ConnectionAborted,
-            "closed by fault plan",
-        ));
+        wr.write_all(&bytes[..n]).await?;
+        bytes = &bytes[n..];
     }
     Ok(())
 }
 
+/// Writes the frames `pump` queued for one side, in order, applying the plan's per-frame
+/// verdicts, the hold (requests only), the latency, the blackhole and the bandwidth limit.
+async fn deliver(
+    dir: Dir,
+    conn: u64,
+    wr: &mut OwnedWriteHalf,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Outgoing>,
+    shared: &Shared,
+    held_any: &mut bool,
+) -> Ended {
+    while let Some(out) = rx.recv().await {
+        if dir == Dir::ClientToBroker {
+            // Held: read from a held connection before the hold ends.
+            let until = lock(&shared.fault).held_until_for(conn, out.received);
+            if let Some(until) = until {
+                *held_any = true;
+                let frame = &out.frame;
+                if frame.len() >= 6 && i16::from_be_bytes([frame[4], frame[5]]) == PRODUCE {
+                    shared.held_produce.fetch_add(1, Ordering::Relaxed);
+                }
+                tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+            }
+        }
+        if let Some(due) = out.due {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+        }
+        let len = match out.action {
+            FaultAction::Close => return Ended::Closed,
+            FaultAction::Delay(d) => {
+                tokio::time::sleep(d).await;
+                out.frame.len()
+            }
+            FaultAction::ResetAfter(n) => n.min(out.frame.len()),
+            FaultAction::Forward | FaultAction::ForwardThenClose => out.frame.len(),
+        };
+        if let Err(e) = write_through_faults(dir, wr, &out.frame[..len], shared).await {
+            return Ended::Failed(e);
+        }
+        match out.action {
+            FaultAction::ForwardThenClose => {
+                let _ = wr.flush().await;
+                return Ended::Closed;
+            }
+            FaultAction::ResetAfter(_) => {
+                shared.resets_mid_response.fetch_add(1, Ordering::Relaxed);
+                // Let the part reach the client before the RST does.
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                return Ended::Reset;
+            }
+            _ => {}
+        }
+    }
+    Ended::Closed
+}
+
+/// Ends a socket abruptly: SO_LINGER 0 and no FIN (the write half is forgotten, not shut down),
+/// so closing it sends an RST and discards whatever was not sent yet. The socket closes when
+/// its read half is dropped too.
+fn reset(wr: OwnedWriteHalf) {
+    let _ = wr.as_ref().set_zero_linger();
+    wr.forget();
+}
+
 /// Writes a connection's requests to the broker, holding them while the fault plan says so.
-/// Outlives the client: what it has read is delivered even after the client went away.
+/// Outlives the client: what it has read is delivered even after the client went away, unless
+/// the connection is reset (`drop_connections_now`, a reset in the middle of a response).
 async fn deliver_requests(
     conn: u64,
     mut wr: OwnedWriteHalf,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<(bytes::Bytes, FaultAction, std::time::Instant)>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Outgoing>,
     shared: Arc<Shared>,
-    closed: oneshot::Sender<()>,
+    closed: oneshot::Sender<bool>,
+    mut kill: watch::Receiver<u64>,
+    mut reset_conn: watch::Receiver<bool>,
 ) {
     let mut held_any = false;
-    while let Some((frame, action, received)) = rx.recv().await {
-        // Held: read from a held connection before the hold ends.
-        let until = lock(&shared.fault).held_until_for(conn, received);
-        if let Some(until) = until {
-            held_any = true;
-            if frame.len() >= 6 && i16::from_be_bytes([frame[4], frame[5]]) == PRODUCE {
-                shared.held_produce.fetch_add(1, Ordering::Relaxed);
-            }
-            tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
-        }
-        if write_frame(&mut wr, &frame, action).await.is_err() {
-            break;
-        }
+    // Biased: a reset wins over the end of the queue it causes.
+    let ended = tokio::select! {
+        biased;
+        _ = kill.changed() => Ended::Reset,
+        _ = reset_conn.wait_for(|r| *r) => Ended::Reset,
+        e = deliver(Dir::ClientToBroker, conn, &mut wr, &mut rx, &shared, &mut held_any) => e,
+    };
+    let was_reset = matches!(ended, Ended::Reset);
+    let _ = closed.send(was_reset);
+    if was_reset {
+        reset(wr);
+        return;
     }
-    let _ = closed.send(());
     if held_any {
         // Late requests are handled by the broker even though nobody reads the answers.
-        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
+            _ = kill.changed() => reset(wr),
+        }
     }
 }
 
@@ -271,27 +445,72 @@ async fn handle_connection(client: TcpStream, peer: SocketAddr, conn: u64, share
     };
     client.set_nodelay(true).ok();
     upstream.set_nodelay(true).ok();
-    let (cr, cw) = client.into_split();
+    let (cr, mut cw) = client.into_split();
     let (ur, uw) = upstream.into_split();
     let inflight: InFlight = Mutex::new(HashMap::new());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (req_tx, req_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (resp_tx, mut resp_rx) = tokio::sync::mpsc::unbounded_channel();
     let (closed_tx, closed_rx) = oneshot::channel();
-    tokio::spawn(deliver_requests(conn, uw, rx, shared.clone(), closed_tx));
-    tokio::select! {
-        r = pump(Dir::ClientToBroker, cr, Forward::Queued(tx), &shared, &inflight) => {
+    let (reset_tx, reset_rx) = watch::channel(false);
+    tokio::spawn(deliver_requests(
+        conn,
+        uw,
+        req_rx,
+        shared.clone(),
+        closed_tx,
+        kill.clone(),
+        reset_rx,
+    ));
+    // Responses: read from the broker and written to the client; ends when the writer does
+    // (after the reader ended and the queue ran out, or on a fault or an error).
+    let responses = async {
+        let read = pump(Dir::BrokerToClient, ur, resp_tx, &shared, &inflight);
+        let mut held_any = false;
+        let write = deliver(
+            Dir::BrokerToClient,
+            conn,
+            &mut cw,
+            &mut resp_rx,
+            &shared,
+            &mut held_any,
+        );
+        tokio::pin!(read, write);
+        tokio::select! {
+            ended = &mut write => ended,
+            r = &mut read => {
+                if let Err(e) = r {
+                    shared.note(format!("connection from {peer}: broker->client: {e}"));
+                }
+                write.await
+            }
+        }
+    };
+    let ended = tokio::select! {
+        biased;
+        _ = kill.changed() => Ended::Reset,
+        r = pump(Dir::ClientToBroker, cr, req_tx, &shared, &inflight) => {
             if let Err(e) = r {
                 shared.note(format!("connection from {peer}: client->broker: {e}"));
             }
+            Ended::Closed
         }
-        r = pump(Dir::BrokerToClient, ur, Forward::Direct(cw), &shared, &inflight) => {
-            if let Err(e) = r {
-                shared.note(format!("connection from {peer}: broker->client: {e}"));
-            }
+        ended = responses => ended,
+        r = closed_rx => if r == Ok(true) { Ended::Reset } else { Ended::Closed },
+    };
+    match ended {
+        Ended::Reset => {
+            let _ = reset_tx.send(true);
+            reset(cw);
         }
-        _ = closed_rx => {}
-        _ = kill.changed() => {}
+        Ended::Failed(e) => {
+            shared.note(format!(
+                "connection from {peer}: writing to the client: {e}"
+            ));
+        }
+        // Dropping the write half closes the client socket; the request writer closes the
+        // broker's after what it has queued.
+        Ended::Closed => {}
     }
-    // Dropping the halves closes the client socket; the delivery task closes the broker's.
 }
 
 async fn accept_loop(
@@ -372,6 +591,8 @@ impl ProduceCheckProxy {
             max_frame_bytes: config.max_frame_bytes,
             connections_accepted: AtomicU64::new(0),
             held_produce: AtomicU64::new(0),
+            resets_mid_response: AtomicU64::new(0),
+            buckets: Default::default(),
             notes: Mutex::new(Vec::new()),
         });
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
@@ -505,7 +726,15 @@ impl ProduceCheckProxy {
         self.shared.held_produce.load(Ordering::Relaxed)
     }
 
-    /// Closes every currently proxied connection (both sides). New connections still work.
+    /// Responses cut in the middle by [`FaultPlan::reset_mid_response`] so far.
+    pub fn responses_cut(&self) -> u64 {
+        self.shared.resets_mid_response.load(Ordering::Relaxed)
+    }
+
+    /// Cuts every currently proxied connection abruptly, both sides: each socket is closed
+    /// with an RST (SO_LINGER 0, no FIN), and what the proxy had read but not yet written
+    /// (held requests too) is discarded, as a failed network path would. New connections still
+    /// work.
     pub fn drop_connections_now(&self) {
         self.shared.kill_tx.send_modify(|g| *g += 1);
     }

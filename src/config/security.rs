@@ -1,0 +1,565 @@
+//! Security settings of a cluster in both formats: SASL credentials and TLS files, checked
+//! against the security protocol; secrets in TOML (`{ env = ... }`, `{ file = ... }`, or a
+//! string); and in `mm2.properties`, `sasl.jaas.config` with Kafka's config providers and PEM
+//! trust and key stores.
+
+use std::path::Path;
+
+use crate::sasl::{SaslMechanism, SaslSettings};
+use crate::secret::{ProviderKind, Secret};
+
+use super::error::{ConfigError, Where};
+use super::mm2::{mm2_list, Lookup};
+use super::properties::{parse_jaas, Props};
+use super::toml::{toml_str, unknown_key, wrong_type};
+use super::{ClusterSettings, SecurityProtocol};
+
+/// The forms a TOML secret takes.
+const SECRET_FORMS: &str =
+    "{ env = \"VAR\" }, { file = \"PATH\" }, { file = \"PATH\", key = \"KEY\" } or a string";
+
+/// SASL settings as read, before they are checked against the security protocol.
+#[derive(Default)]
+pub(super) struct SaslParts {
+    /// `sasl_mechanism` / `sasl.mechanism`.
+    pub(super) mechanism: Option<SaslMechanism>,
+    /// The user name.
+    pub(super) username: Option<String>,
+    /// The password.
+    pub(super) password: Option<Secret>,
+}
+
+impl SaslParts {
+    /// The parts of settings already made (all set), or none.
+    pub(super) fn from_settings(sasl: Option<SaslSettings>) -> SaslParts {
+        match sasl {
+            None => SaslParts::default(),
+            Some(s) => SaslParts {
+                mechanism: Some(s.mechanism),
+                username: Some(s.username),
+                password: Some(s.password),
+            },
+        }
+    }
+
+    /// Checks the parts against the protocol. Errors name TOML fields.
+    pub(super) fn finish(
+        self,
+        protocol: SecurityProtocol,
+    ) -> Result<Option<SaslSettings>, (&'static str, String)> {
+        if !protocol.uses_sasl() {
+            let set = [
+                ("sasl_mechanism", self.mechanism.is_some()),
+                ("sasl_username", self.username.is_some()),
+                ("sasl_password", self.password.is_some()),
+            ];
+            if let Some((field, _)) = set.iter().find(|(_, s)| *s) {
+                return Err((
+                    field,
+                    format!(
+                        "set, but the security protocol is {} (SASL needs SASL_PLAINTEXT or SASL_SSL)",
+                        protocol.as_str()
+                    ),
+                ));
+            }
+            return Ok(None);
+        }
+        let p = protocol.as_str();
+        let mechanism = self.mechanism.ok_or((
+            "sasl_mechanism",
+            format!("missing: {p} needs a SASL mechanism"),
+        ))?;
+        let username = self
+            .username
+            .filter(|u| !u.is_empty())
+            .ok_or(("sasl_username", format!("missing: {p} needs a user name")))?;
+        let password = self
+            .password
+            .ok_or(("sasl_password", format!("missing: {p} needs a password")))?;
+        Ok(Some(SaslSettings {
+            mechanism,
+            username,
+            password,
+        }))
+    }
+}
+
+/// Checks TLS settings against the security protocol. Errors name TOML fields.
+pub(super) fn check_security(c: &ClusterSettings) -> Result<(), (&'static str, String)> {
+    let t = &c.tls;
+    let set = [
+        ("ssl_ca_file", t.ca_file.is_some() || t.ca_pem.is_some()),
+        ("ssl_certificate_file", t.certificate_file.is_some()),
+        ("ssl_key_file", t.key_file.is_some()),
+        ("ssl_server_name", t.server_name.is_some()),
+    ];
+    if !c.security_protocol.uses_tls() {
+        if let Some((field, _)) = set.iter().find(|(_, s)| *s) {
+            return Err((
+                field,
+                format!(
+                    "set, but the security protocol is {} (TLS needs SSL or SASL_SSL)",
+                    c.security_protocol.as_str()
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    match (&t.certificate_file, &t.key_file) {
+        (Some(_), None) => {
+            return Err((
+                "ssl_key_file",
+                "missing: a client certificate needs its private key".to_string(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err((
+                "ssl_certificate_file",
+                "missing: a client private key needs its certificate".to_string(),
+            ))
+        }
+        _ => {}
+    }
+    if let Some(n) = &t.server_name {
+        crate::tls::server_name("", Some(n)).map_err(|p| ("ssl_server_name", p))?;
+    }
+    Ok(())
+}
+
+/// A secret in TOML: a string, `{ env = "VAR" }`, `{ file = "PATH" }` or
+/// `{ file = "PATH", key = "KEY" }`.
+pub(super) fn toml_secret(file: &str, path: &str, v: &toml::Value) -> Result<Secret, ConfigError> {
+    match v {
+        toml::Value::String(s) if s.is_empty() => {
+            Err(ConfigError::new(file, path, "empty").allowed(SECRET_FORMS))
+        }
+        toml::Value::String(s) => Ok(Secret::literal(s)),
+        toml::Value::Table(t) => {
+            for k in t.keys() {
+                if !["env", "file", "key"].contains(&k.as_str()) {
+                    return Err(unknown_key(
+                        file,
+                        &format!("{path}.{k}"),
+                        k,
+                        &["env", "file", "key"],
+                        "",
+                    ));
+                }
+            }
+            let resolved = match (t.get("env"), t.get("file"), t.get("key")) {
+                (Some(e), None, None) => {
+                    Secret::from_env(toml_str(file, &format!("{path}.env"), e)?)
+                }
+                (None, Some(f), None) => {
+                    Secret::from_file(Path::new(toml_str(file, &format!("{path}.file"), f)?))
+                }
+                (None, Some(f), Some(k)) => Secret::from_properties_file(
+                    Path::new(toml_str(file, &format!("{path}.file"), f)?),
+                    toml_str(file, &format!("{path}.key"), k)?,
+                ),
+                _ => {
+                    return Err(ConfigError::new(file, path, "give either `env` or `file`")
+                        .allowed(SECRET_FORMS))
+                }
+            };
+            resolved.map_err(|p| ConfigError::new(file, path, p))
+        }
+        other => Err(wrong_type(file, path, other, "a secret").allowed(SECRET_FORMS)),
+    }
+}
+
+/// JAAS login module of SASL/PLAIN.
+pub(super) const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+/// JAAS login module of SASL/SCRAM.
+pub(super) const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+
+/// The config providers an mm2.properties declares with a class strait implements.
+pub(super) fn mm2_providers(props: &Props) -> Vec<(String, ProviderKind)> {
+    let Some((names, _)) = props.get("config.providers") else {
+        return Vec::new();
+    };
+    mm2_list(names)
+        .into_iter()
+        .filter_map(|name| {
+            let (class, _) = props.get(&format!("config.providers.{name}.class"))?;
+            Some((name, ProviderKind::from_class(class)?))
+        })
+        .collect()
+}
+
+/// Whether a `config.providers*` key only declares providers strait implements.
+pub(super) fn mm2_provider_key_understood(key: &str, props: &Props) -> bool {
+    if key == "config.providers" {
+        let Some((names, _)) = props.get(key) else {
+            return false;
+        };
+        let known = mm2_providers(props);
+        return mm2_list(names)
+            .iter()
+            .all(|n| known.iter().any(|(k, _)| k == n));
+    }
+    key.strip_prefix("config.providers.")
+        .and_then(|rest| rest.strip_suffix(".class"))
+        .is_some_and(|_| {
+            props
+                .get(key)
+                .is_some_and(|(class, _)| ProviderKind::from_class(class).is_some())
+        })
+}
+
+/// The mm2 key for a TOML security field.
+fn mm2_security_key(field: &str) -> &'static str {
+    match field {
+        "sasl_mechanism" => "sasl.mechanism",
+        "sasl_username" | "sasl_password" => "sasl.jaas.config",
+        "ssl_ca_file" => "ssl.truststore.location",
+        _ => "ssl.keystore.location",
+    }
+}
+
+/// Reads a cluster's SASL and TLS settings from mm2.properties (`get` looks up the
+/// cluster's own key, then the global one).
+pub(super) fn mm2_security(
+    file: &str,
+    alias: &str,
+    get: Lookup,
+    providers: &[(String, ProviderKind)],
+    c: &mut ClusterSettings,
+) -> Result<(), ConfigError> {
+    // As in Kafka's clients, SASL and SSL settings apply only to protocols that use them
+    // (a global `sasl.mechanism` does not break a PLAINTEXT cluster).
+    let protocol = c.security_protocol;
+    let sasl = if protocol.uses_sasl() {
+        mm2_sasl(file, get, providers)?
+    } else {
+        SaslParts::default()
+    };
+    let field_at = |field: &str| {
+        let key = mm2_security_key(field);
+        get(key)
+            .map(|(_, at)| at)
+            .unwrap_or_else(|| Where::key(format!("{alias}.{key}")))
+    };
+    c.sasl = sasl
+        .finish(c.security_protocol)
+        .map_err(|(field, p)| field_at(field).error(file, p))?;
+    if !protocol.uses_tls() {
+        return Ok(());
+    }
+    mm2_tls(file, get, c)?;
+    check_security(c).map_err(|(field, p)| field_at(field).error(file, p))
+}
+
+/// `sasl.mechanism` and the credentials in `sasl.jaas.config`.
+fn mm2_sasl(
+    file: &str,
+    get: Lookup,
+    providers: &[(String, ProviderKind)],
+) -> Result<SaslParts, ConfigError> {
+    let mut sasl = SaslParts::default();
+    if let Some((v, at)) = get("sasl.mechanism") {
+        sasl.mechanism = Some(SaslMechanism::parse(v).ok_or_else(|| {
+            at.error(
+                file,
+                format!("unknown or unsupported SASL mechanism `{}`", v.trim()),
+            )
+            .allowed(SaslMechanism::allowed())
+        })?);
+    }
+    if let Some((v, at)) = get("sasl.jaas.config") {
+        mm2_jaas(file, v, &at, providers, &mut sasl)?;
+    }
+    Ok(sasl)
+}
+
+/// Reads the user name and password of a PLAIN or SCRAM login module (`value`, set at `at`),
+/// which must match the mechanism already in `sasl`.
+fn mm2_jaas(
+    file: &str,
+    value: &str,
+    at: &Where,
+    providers: &[(String, ProviderKind)],
+    sasl: &mut SaslParts,
+) -> Result<(), ConfigError> {
+    let jaas = parse_jaas(value).map_err(|p| at.error(file, p))?;
+    let scram = match jaas.module.as_str() {
+        PLAIN_MODULE => false,
+        SCRAM_MODULE => true,
+        other => {
+            return Err(at
+                .error(file, format!("login module {other} is not supported"))
+                .allowed(format!("{PLAIN_MODULE}, {SCRAM_MODULE}")))
+        }
+    };
+    if let Some(m) = sasl.mechanism {
+        if (m == SaslMechanism::Plain) == scram {
+            return Err(at.error(
+                file,
+                format!(
+                    "login module {} does not implement sasl.mechanism {}",
+                    jaas.module,
+                    m.as_str()
+                ),
+            ));
+        }
+    }
+    for (key, value) in &jaas.options {
+        let secret = || {
+            Secret::from_mm2_value(value, providers)
+                .map_err(|p| at.error(file, format!("option `{key}`: {p}")))
+        };
+        match key.as_str() {
+            "username" => sasl.username = Some(secret()?.expose().to_string()),
+            "password" => sasl.password = Some(secret()?),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The PEM trust and key stores of a TLS cluster.
+fn mm2_tls(file: &str, get: Lookup, c: &mut ClusterSettings) -> Result<(), ConfigError> {
+    check_pem_store(file, get, "truststore")?;
+    check_pem_store(file, get, "keystore")?;
+    if let Some((v, _)) = get("ssl.truststore.location") {
+        c.tls.ca_file = Some(v.trim().into());
+    }
+    if let Some((v, _)) = get("ssl.truststore.certificates") {
+        c.tls.ca_pem = Some(v.to_string());
+    }
+    if let Some((v, _)) = get("ssl.keystore.location") {
+        c.tls.certificate_file = Some(v.trim().into());
+        c.tls.key_file = Some(v.trim().into());
+    }
+    Ok(())
+}
+
+/// `ssl.<kind>.type` is PEM, which must be said when `ssl.<kind>.location` is set (Kafka's
+/// default is JKS).
+fn check_pem_store(file: &str, get: Lookup, kind: &str) -> Result<(), ConfigError> {
+    let key = format!("ssl.{kind}.type");
+    match get(&key) {
+        Some((t, at)) if !t.trim().eq_ignore_ascii_case("PEM") => Err(at
+            .error(
+                file,
+                format!(
+                    "{kind} type {} is not supported: strait reads PEM files (convert with keytool/openssl and set {key}=PEM)",
+                    t.trim()
+                ),
+            )
+            .allowed("PEM")),
+        Some(_) => Ok(()),
+        None => {
+            if let Some((_, at)) = get(&format!("ssl.{kind}.location")) {
+                return Err(at
+                    .error(
+                        file,
+                        format!(
+                            "{key} is not set, so this is a JKS file (Kafka's default), which strait cannot read: give a PEM file and set {key}=PEM"
+                        ),
+                    )
+                    .allowed("PEM"));
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse_toml;
+    use crate::config::testing::*;
+
+    #[test]
+    fn toml_security_settings_and_secret_forms() {
+        std::env::set_var("STRAIT_CFG_TEST_PW", "env-pass-1");
+        let pw_file = temp_file("pw", "file-pass-2\n");
+        let props = temp_file("pw.properties", "b.password=props-pass-3\n");
+        let text = format!(
+            r#"
+[clusters.a]
+bootstrap_servers = "h:1"
+security_protocol = "SASL_SSL"
+sasl_mechanism = "SCRAM-SHA-512"
+sasl_username = "alice"
+sasl_password = {{ env = "STRAIT_CFG_TEST_PW" }}
+ssl_ca_file = "/etc/ca.pem"
+ssl_certificate_file = "/etc/c.pem"
+ssl_key_file = "/etc/c.key"
+ssl_server_name = "kafka.internal"
+[clusters.b]
+bootstrap_servers = "h:2"
+security_protocol = "SASL_PLAINTEXT"
+sasl_mechanism = "PLAIN"
+sasl_username = "bob"
+sasl_password = {{ file = "{}", key = "b.password" }}
+[clusters.c]
+bootstrap_servers = "h:3"
+security_protocol = "SASL_PLAINTEXT"
+sasl_mechanism = "SCRAM-SHA-256"
+sasl_username = "carol"
+sasl_password = {{ file = "{}" }}
+"#,
+            props.display(),
+            pw_file.display()
+        );
+        let c = parse_toml(&text, "s.toml").unwrap();
+        let a = &c.clusters["a"];
+        let sa = a.sasl.as_ref().unwrap();
+        assert_eq!(sa.mechanism, SaslMechanism::ScramSha512);
+        assert_eq!(sa.username, "alice");
+        assert_eq!(sa.password.expose(), "env-pass-1");
+        assert_eq!(a.tls.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
+        assert_eq!(a.tls.server_name.as_deref(), Some("kafka.internal"));
+        assert_eq!(
+            c.clusters["b"].sasl.as_ref().unwrap().password.expose(),
+            "props-pass-3"
+        );
+        assert_eq!(
+            c.clusters["c"].sasl.as_ref().unwrap().password.expose(),
+            "file-pass-2"
+        );
+        assert!(c.clusters["a"].literal_secrets().is_empty());
+        let debug = format!("{c:?}");
+        for secret in ["env-pass-1", "props-pass-3", "file-pass-2"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
+    }
+
+    #[test]
+    fn toml_security_errors_name_the_key_not_the_value() {
+        let base = "[clusters.a]\nbootstrap_servers = \"h:1\"\n";
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password = {{ env = \"STRAIT_CFG_TEST_UNSET\" }}\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "s.toml",
+            "clusters.a.sasl_password",
+            "environment variable STRAIT_CFG_TEST_UNSET is not set",
+            None,
+        );
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"GSSAPI\"\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "s.toml",
+            "clusters.a.sasl_mechanism",
+            "unknown SASL mechanism `GSSAPI`",
+            Some("PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+        );
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_password = \"hunter2\"\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_username");
+        assert!(!e.to_string().contains("hunter2"));
+        let e = parse_toml(&format!("{base}sasl_mechanism = \"PLAIN\"\n"), "s.toml").unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_mechanism");
+        assert!(e.problem.contains("PLAINTEXT"), "{e}");
+        let e = parse_toml(&format!("{base}ssl_ca_file = \"/x\"\n"), "s.toml").unwrap_err();
+        assert_eq!(e.key, "clusters.a.ssl_ca_file");
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SSL\"\nssl_certificate_file = \"/c\"\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.ssl_key_file");
+        let e = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password = {{ vault = \"x\" }}\n"),
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_password.vault");
+        let c = parse_toml(
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password = \"hunter2\"\n"),
+            "s.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            c.clusters["a"].literal_secrets(),
+            vec!["the SASL password of cluster a".to_string()]
+        );
+    }
+
+    #[test]
+    fn mm2_sasl_ssl_with_config_providers() {
+        let props = temp_file("mm2.secrets", "b.pw = from-props\n");
+        std::env::set_var("STRAIT_CFG_TEST_MM2", "from-env");
+        let c = mm2_with(&format!(
+            "config.providers = file, env\n\
+             config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n\
+             config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
+             a.security.protocol = SASL_SSL\n\
+             a.sasl.mechanism = SCRAM-SHA-256\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"${{env:STRAIT_CFG_TEST_MM2}}\";\n\
+             a.ssl.truststore.type = PEM\n\
+             a.ssl.truststore.location = /etc/ca.pem\n\
+             b.security.protocol = SASL_PLAINTEXT\n\
+             b.sasl.mechanism = PLAIN\n\
+             b.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \\\n  username=\"bob\" password=\"${{file:{}:b.pw}}\";\n",
+            props.display()
+        ));
+        let a = &c.clusters["a"];
+        assert_eq!(a.security_protocol, SecurityProtocol::SaslSsl);
+        let sa = a.sasl.as_ref().unwrap();
+        assert_eq!(
+            (sa.mechanism, sa.username.as_str()),
+            (SaslMechanism::ScramSha256, "alice")
+        );
+        assert_eq!(sa.password.expose(), "from-env");
+        assert_eq!(a.tls.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
+        let sb = c.clusters["b"].sasl.as_ref().unwrap();
+        assert_eq!(sb.password.expose(), "from-props");
+        assert!(c.unsupported.is_empty(), "{:?}", c.unsupported);
+        assert!(!format!("{c:?}").contains("from-env"));
+    }
+
+    #[test]
+    fn mm2_security_errors() {
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SSL\na.ssl.truststore.location = /etc/ts.jks\n"
+        ));
+        assert_eq!(e.key, "a.ssl.truststore.location");
+        assert!(e.problem.contains("JKS"), "{e}");
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SSL\na.ssl.truststore.type = PKCS12\na.ssl.truststore.location = /x.p12\n"
+        ));
+        assert_eq!(e.key, "a.ssl.truststore.type");
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = SCRAM-SHA-512\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"sekrit\";\n"
+        ));
+        assert_eq!(e.key, "a.sasl.jaas.config");
+        assert!(e.problem.contains("does not implement"), "{e}");
+        assert!(!e.to_string().contains("sekrit"));
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"sekrit\n"
+        ));
+        assert!(e.problem.contains("unterminated"), "{e}");
+        assert!(!e.to_string().contains("sekrit"));
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
+             a.sasl.jaas.config = com.sun.security.auth.module.Krb5LoginModule required;\n"
+        ));
+        assert!(e.problem.contains("not supported"), "{e}");
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"${{env:STRAIT_CFG_TEST_UNSET2}}\";\n"
+        ));
+        assert!(
+            e.problem.contains("STRAIT_CFG_TEST_UNSET2 is not set"),
+            "{e}"
+        );
+        let e = mm2_err(&format!("{MM2_BASE}a.security.protocol = SASL_SSL\n"));
+        assert_eq!(e.key, "a.sasl.mechanism");
+    }
+}

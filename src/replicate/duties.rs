@@ -1,0 +1,408 @@
+//! A replicate flow's flow-wide duties, as a control task beside the data path: MirrorMaker 2
+//! heartbeats, checkpoints (consumer-group offsets translated to the target) and group offset
+//! sync. None of it can delay a Fetch or a Produce: the task has its own connections (the
+//! cluster's control lane) and reads the data path's acknowledged positions through
+//! [`PositionsHandle`], which the data path answers between two of its rounds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::groups;
+use super::lists::{self, ListKind, Lists};
+use super::membership::Ownership;
+use super::progress::{self, Stored};
+use super::store;
+use crate::assignment::WorkItem;
+use crate::client::Cluster;
+use crate::config::FlowConfig;
+use crate::error::{Error, Result};
+use crate::filter::{group_should_sync, NameFilter};
+use crate::mm2;
+use crate::naming::ReplicationPolicy;
+use crate::observe::{Observer, Side};
+use crate::offsets::{OffsetMap, Translation};
+
+/// The acknowledged offset maps of the partitions the data path runs: (source topic,
+/// partition) → (target topic, map).
+pub type Positions = HashMap<(String, i32), (String, OffsetMap)>;
+
+/// The data path's side of the positions channel: requests to answer between rounds.
+pub type PositionRequests = mpsc::Receiver<oneshot::Sender<Positions>>;
+
+/// How the duties task asks the data path for its positions.
+#[derive(Debug, Clone)]
+pub struct PositionsHandle(mpsc::Sender<oneshot::Sender<Positions>>);
+
+impl PositionsHandle {
+    /// A handle and the receiver the data path answers from.
+    pub fn channel() -> (PositionsHandle, PositionRequests) {
+        let (tx, rx) = mpsc::channel(4);
+        (PositionsHandle(tx), rx)
+    }
+
+    /// The data path's positions now, or `None` if it has stopped.
+    async fn get(&self) -> Option<Positions> {
+        let (tx, rx) = oneshot::channel();
+        self.0.send(tx).await.ok()?;
+        rx.await.ok()
+    }
+}
+
+/// The duties of one replicate flow.
+pub struct Duties {
+    cfg: FlowConfig,
+    source: Arc<Cluster>,
+    target: Arc<Cluster>,
+    /// Whether the reverse flow is configured (if not, this flow also writes the reverse
+    /// pair's heartbeats into the source, as MirrorMaker 2 does).
+    reverse_configured: bool,
+    replication_factor: i16,
+    policy: ReplicationPolicy,
+    ownership: Option<Arc<Ownership>>,
+    obs: Arc<Observer>,
+    positions: PositionsHandle,
+    /// Last checkpoint written per (group, target topic, partition): (upstream, downstream).
+    checkpointed: HashMap<(String, String, i32), (i64, i64)>,
+    /// Stored progress of every partition (scale-out: those other instances run).
+    stored: HashMap<String, Stored>,
+}
+
+impl Duties {
+    /// The duties of the flow `cfg`, asking `positions` for the data path's maps.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: FlowConfig,
+        source: Arc<Cluster>,
+        target: Arc<Cluster>,
+        reverse_configured: bool,
+        replication_factor: i16,
+        policy: ReplicationPolicy,
+        ownership: Option<Arc<Ownership>>,
+        obs: Arc<Observer>,
+        positions: PositionsHandle,
+    ) -> Duties {
+        Duties {
+            cfg,
+            source,
+            target,
+            reverse_configured,
+            replication_factor,
+            policy,
+            ownership,
+            obs,
+            positions,
+            checkpointed: HashMap::new(),
+            stored: HashMap::new(),
+        }
+    }
+
+    fn name(&self) -> String {
+        self.cfg.name()
+    }
+
+    /// Whether this instance does the flow's duties and may write now (scale-out: it owns the
+    /// duties unit and its membership lease is valid).
+    fn active(&self) -> bool {
+        let Some(own) = &self.ownership else {
+            return true;
+        };
+        let item = WorkItem::Duties { flow: self.name() };
+        own.may_write() && own.assigned_for(&self.name()).contains(&item)
+    }
+
+    /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a
+    /// restart does not write them again.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let name = self.name();
+        let checkpoints = self.cfg.emit_checkpoints || self.cfg.sync_group_offsets;
+        let every = if self.cfg.emit_checkpoints {
+            self.cfg.checkpoint_interval
+        } else {
+            self.cfg.sync_group_offsets_interval
+        };
+        let mut loaded = !checkpoints;
+        let mut next_heartbeat = Instant::now();
+        let mut next_checkpoint = Instant::now() + Duration::from_secs(1);
+        while !*shutdown.borrow() {
+            let now = Instant::now();
+            if self.cfg.emit_heartbeats && now >= next_heartbeat {
+                if self.active() {
+                    let beat = self.heartbeat().await;
+                    self.obs.connected(&name, Side::Target, beat.is_ok());
+                    if let Err(e) = beat {
+                        tracing::warn!(flow = %name, "heartbeat failed: {e}");
+                        self.obs.error(&name, "heartbeat");
+                    }
+                }
+                next_heartbeat = now + self.cfg.heartbeat_interval;
+            }
+            if checkpoints && now >= next_checkpoint {
+                if self.active() {
+                    if !loaded {
+                        loaded = self.load_checkpoints().await;
+                    }
+                    if loaded {
+                        if let Err(e) = self.checkpoints().await {
+                            tracing::warn!(flow = %name, "checkpoints failed: {e}");
+                            self.obs.error(&name, "checkpoint");
+                        }
+                    }
+                }
+                next_checkpoint = Instant::now() + every;
+            }
+            let mut wake = next_checkpoint;
+            if self.cfg.emit_heartbeats {
+                wake = wake.min(next_heartbeat);
+            }
+            if !checkpoints && !self.cfg.emit_heartbeats {
+                wake = Instant::now() + Duration::from_secs(3600);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+
+    /// Reads the checkpoints written before; `false` (logged) if the target did not answer.
+    async fn load_checkpoints(&mut self) -> bool {
+        match groups::read_checkpoints(&self.target, self.source.name()).await {
+            Ok(all) => {
+                for ((g, t, p), c) in all {
+                    self.checkpointed
+                        .insert((g, t, p), (c.upstream_offset, c.downstream_offset));
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!(flow = %self.name(), "cannot read the checkpoints written before: {e}");
+                self.obs.error(&self.name(), "checkpoint");
+                false
+            }
+        }
+    }
+
+    async fn heartbeat(&self) -> Result<()> {
+        write_heartbeat(&self.target, self.source.name(), self.target.name()).await?;
+        if !self.reverse_configured {
+            write_heartbeat(&self.source, self.target.name(), self.source.name()).await?;
+        }
+        Ok(())
+    }
+
+    /// One checkpoint pass: the selected groups' committed offsets on the source, translated
+    /// through the acknowledged maps, written as MirrorMaker 2 checkpoints and synced to the
+    /// target's groups as configured.
+    async fn checkpoints(&mut self) -> Result<()> {
+        let started = Instant::now();
+        let (src, dst) = (
+            self.source.name().to_string(),
+            self.target.name().to_string(),
+        );
+        let lists = lists::read(&self.target, ListKind::Groups, &src, &dst)
+            .await?
+            .unwrap_or_else(|| Lists {
+                include: self.cfg.groups.clone(),
+                exclude: self.cfg.groups_exclude.clone(),
+            });
+        let filter = NameFilter::new(&lists.include, &lists.exclude).map_err(|e| {
+            Error::invalid(format!(
+                "bad group regex in the lists of {}: {e}",
+                self.name()
+            ))
+        })?;
+        let all = self.source.list_groups().await?;
+        let groups: Vec<String> = all
+            .iter()
+            .filter(|g| group_should_sync(&filter, g))
+            .cloned()
+            .collect();
+        tracing::debug!(flow = %self.name(), listed = all.len(), selected = groups.len(), "checkpoint pass");
+        if groups.is_empty() {
+            return Ok(());
+        }
+        if self.ownership.is_some() {
+            for ((topic, p), stored) in store::read_progress_records(&self.target, &src).await? {
+                self.stored.insert(progress::key(&src, &topic, p), stored);
+            }
+        }
+        // Maps of the reverse flow (dst -> src), stored in the source cluster.
+        let reverse = store::read_progress(&self.source, &dst).await?;
+        let Some(live) = self.positions.get().await else {
+            return Ok(()); // the data path has stopped
+        };
+        let mut checkpoints = Vec::new();
+        for group in &groups {
+            let committed = match groups::committed(&self.source, group).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot read committed offsets: {e}");
+                    continue;
+                }
+            };
+            for c in committed {
+                let translated = self.translate(&live, &reverse, &c.topic, c.partition, c.offset);
+                tracing::debug!(flow = %self.name(), %group, topic = %c.topic, partition = c.partition, committed = c.offset, ?translated, "translating");
+                let Some((topic, Translation::Exact(downstream))) = translated else {
+                    continue;
+                };
+                let key = (group.clone(), topic.clone(), c.partition);
+                if self.checkpointed.get(&key) == Some(&(c.offset, downstream)) {
+                    continue;
+                }
+                checkpoints.push(mm2::Checkpoint {
+                    consumer_group_id: group.clone(),
+                    topic,
+                    partition: c.partition,
+                    upstream_offset: c.offset,
+                    downstream_offset: downstream,
+                    metadata: c.metadata,
+                });
+            }
+        }
+        if !self.active() {
+            return Ok(()); // the lease ran out or the duties moved during the pass
+        }
+        if self.cfg.emit_checkpoints {
+            groups::write_checkpoints(&self.target, &src, &checkpoints, self.replication_factor)
+                .await?;
+        }
+        if self.cfg.sync_group_offsets {
+            self.sync_group_offsets(&checkpoints).await;
+        }
+        for c in checkpoints {
+            self.checkpointed.insert(
+                (c.consumer_group_id, c.topic, c.partition),
+                (c.upstream_offset, c.downstream_offset),
+            );
+        }
+        tracing::debug!(flow = %self.name(), elapsed_ms = started.elapsed().as_millis() as u64, "checkpoint pass done");
+        self.obs.checkpoint_pass(
+            &self.name(),
+            started.elapsed(),
+            &self.checkpointed,
+            store::now_ms(),
+        );
+        Ok(())
+    }
+
+    /// Where `offset` of a source partition committed by a group lands: through the data
+    /// path's live map, a stored map (scale-out: a partition another instance runs), or, for a
+    /// topic that came from the target, the reverse flow's map back to its original.
+    fn translate(
+        &self,
+        live: &Positions,
+        reverse: &HashMap<(String, i32), OffsetMap>,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Option<(String, Translation)> {
+        let src = self.source.name();
+        let dst = self.target.name();
+        if let Some((target_topic, map)) = live.get(&(topic.to_string(), partition)) {
+            return Some((target_topic.clone(), map.to_target(offset)));
+        }
+        let stored = self.stored.get(&progress::key(src, topic, partition));
+        if let (Some(s), true) = (stored, self.ownership.is_some()) {
+            return Some((
+                self.policy.remote_topic(src, topic),
+                s.map.to_target(offset),
+            ));
+        }
+        if self.policy.topic_source(topic).as_deref() == Some(dst) {
+            let original = self.policy.upstream_topic(topic).unwrap_or_default();
+            return reverse
+                .get(&(original.clone(), partition))
+                .map(|m| (original, m.to_source(offset)));
+        }
+        None
+    }
+
+    /// Commits translated offsets on the target for groups with no active members there. A
+    /// group is never moved backwards, and offsets it committed on the target itself (anything
+    /// other than what strait last translated) are left alone.
+    async fn sync_group_offsets(&self, checkpoints: &[mm2::Checkpoint]) {
+        let mut by_group: BTreeMap<&str, Vec<&mm2::Checkpoint>> = BTreeMap::new();
+        for c in checkpoints {
+            by_group
+                .entry(c.consumer_group_id.as_str())
+                .or_default()
+                .push(c);
+        }
+        for (group, cps) in by_group {
+            match groups::active_members(&self.target, group).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::debug!(flow = %self.name(), %group, members = n, "group active on the target; offsets not synced");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot describe group on the target: {e}");
+                    continue;
+                }
+            }
+            let current: HashMap<(String, i32), i64> = match groups::committed(&self.target, group)
+                .await
+            {
+                Ok(c) => c
+                    .into_iter()
+                    .map(|c| ((c.topic, c.partition), c.offset))
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "cannot read offsets on the target: {e}");
+                    continue;
+                }
+            };
+            let mut commits = Vec::new();
+            for c in cps {
+                let now = current.get(&(c.topic.clone(), c.partition)).copied();
+                let ours = self
+                    .checkpointed
+                    .get(&(group.to_string(), c.topic.clone(), c.partition))
+                    .map(|x| x.1);
+                let ok = match now {
+                    None => true,
+                    Some(n) => Some(n) == ours && c.downstream_offset > n,
+                };
+                if ok {
+                    commits.push((c.topic.clone(), c.partition, c.downstream_offset));
+                }
+            }
+            if commits.is_empty() {
+                continue;
+            }
+            match groups::commit(&self.target, group, &commits).await {
+                Ok(()) => {
+                    tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced group offsets to the target")
+                }
+                Err(e) => {
+                    tracing::warn!(flow = %self.name(), %group, "group offset sync failed: {e}")
+                }
+            }
+        }
+    }
+}
+
+/// Writes one MirrorMaker 2 heartbeat `source -> target` into `cluster`'s heartbeats topic.
+async fn write_heartbeat(cluster: &Cluster, source: &str, target: &str) -> Result<()> {
+    let hb = mm2::Heartbeat {
+        source_cluster_alias: source.to_string(),
+        target_cluster_alias: target.to_string(),
+        timestamp_ms: store::now_ms(),
+    };
+    let key = bytes::Bytes::from(
+        hb.encode_key()
+            .map_err(|e| Error::invalid(format!("MirrorMaker 2 record: {e}")))?,
+    );
+    store::append_once(
+        cluster,
+        mm2::HEARTBEATS_TOPIC,
+        0,
+        &[(key, Some(bytes::Bytes::from(hb.encode_value())))],
+    )
+    .await?;
+    Ok(())
+}

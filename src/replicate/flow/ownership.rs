@@ -1,0 +1,116 @@
+//! Scale-out as the data path sees it: taking up ownership changes from the instance group
+//! (dropping everything when the membership was lost, releasing units taken away after their
+//! answers are in and their progress stored), reporting what this instance holds, and the
+//! health check that makes an instance that cannot reach a cluster leave the group.
+
+use super::*;
+
+impl Flow {
+    /// Takes up ownership changes: drops everything if the membership was lost (writing
+    /// nothing), releases units taken away (answers applied, progress stored), and reports what
+    /// exists and what is held. Returns whether units were newly assigned.
+    pub(super) async fn sync_ownership(&mut self) -> bool {
+        let Some(own) = self.ownership.clone() else {
+            return false;
+        };
+        let name = self.name();
+        if own.lost_epoch() != self.lost_seen {
+            self.lost_seen = own.lost_epoch();
+            if !self.parts.is_empty() {
+                tracing::warn!(flow = %name, partitions = self.parts.len(), "group membership lost: stopping every partition without writing");
+            }
+            self.parts.clear();
+            self.in_flight.clear();
+            self.resyncs.clear();
+            self.retake.clear();
+        }
+        let mut gained = false;
+        let version = own.version();
+        let fresh = (version != self.ownership_seen.0).then(|| own.assigned_for(&name));
+        self.ownership_seen.0 = version;
+        let mut changed = false;
+        if let Some(assigned) = fresh.filter(|a| *a != self.assigned) {
+            changed = true;
+            gained = assigned.iter().any(|i| !self.assigned.contains(i));
+            self.assigned = assigned;
+            let release: Vec<PartKey> = self
+                .parts
+                .keys()
+                .filter(|(t, p)| !self.owns_partition(t, *p))
+                .cloned()
+                .collect();
+            if !release.is_empty() {
+                while !self.in_flight.is_empty() {
+                    self.receive_one().await;
+                }
+                if self.may_write() {
+                    if let Err(e) = self.flush_progress().await {
+                        tracing::warn!(flow = %name, "progress write before releasing failed: {e}");
+                    }
+                }
+                for k in release {
+                    tracing::info!(flow = %name, topic = %k.0, partition = k.1, "released to another instance");
+                    self.parts.remove(&k);
+                    self.resyncs.remove(&k);
+                    self.retake.remove(&k);
+                }
+            }
+        }
+        // Reported when something changed, and every second for the rates and health.
+        if changed
+            || self.parts.len() != self.ownership_seen.1
+            || self.ownership_seen.2.elapsed() >= Duration::from_secs(1)
+        {
+            self.report_ownership();
+        }
+        gained
+    }
+
+    pub(super) fn report_ownership(&mut self) {
+        self.ownership_seen.1 = self.parts.len();
+        self.ownership_seen.2 = Instant::now();
+        let Some(own) = &self.ownership else {
+            return;
+        };
+        if self.wanted_items.is_empty() {
+            return; // not refreshed yet: the group would see a flow with no work
+        }
+        let mut held: std::collections::BTreeSet<WorkItem> = self
+            .parts
+            .keys()
+            .map(|(t, p)| self.partition_item(t, *p))
+            .collect();
+        if self.owns_duties() {
+            held.insert(self.duties_item());
+        }
+        let rates = self
+            .parts
+            .iter()
+            .map(|((t, p), st)| (self.partition_item(t, *p), st.bytes))
+            .collect();
+        let health = match &self.health.1 {
+            Some(why) if self.health.0.elapsed() > Duration::from_secs(15) => Err(why.clone()),
+            _ => Ok(()),
+        };
+        own.report(&self.name(), self.wanted_items.clone(), held, rates, health);
+    }
+
+    /// Checks every few seconds that both clusters answer (scale-out: an instance that cannot
+    /// reach one leaves the group).
+    pub(super) async fn check_health(&mut self) {
+        if self.ownership.is_none() || Instant::now() < self.next_health {
+            return;
+        }
+        self.next_health = Instant::now() + Duration::from_secs(2);
+        let src = self.source.metadata(Some(&[])).await;
+        let dst = self.target.metadata(Some(&[])).await;
+        let name = self.name();
+        self.obs.connected(&name, Side::Source, src.is_ok());
+        self.obs.connected(&name, Side::Target, dst.is_ok());
+        match (src, dst) {
+            (Ok(_), Ok(_)) => self.health = (Instant::now(), None),
+            (Err(e), _) => self.health.1 = Some(format!("cluster {}: {e}", self.source.name())),
+            (_, Err(e)) => self.health.1 = Some(format!("cluster {}: {e}", self.target.name())),
+        }
+    }
+}

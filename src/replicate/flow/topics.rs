@@ -1,0 +1,445 @@
+//! Which source topics a flow replicates and their remote topics: the topic refresh (lists,
+//! selection, creation with the source topic's own settings, added partitions), and what
+//! happens when a topic changes under the flow: a source topic deleted and created again (its
+//! topic id changed), a position beyond the source log's end, a remote topic deleted.
+
+use super::*;
+
+impl Flow {
+    pub(super) async fn refresh_topics(&mut self) -> Result<()> {
+        let (src, dst) = (
+            self.source.name().to_string(),
+            self.target.name().to_string(),
+        );
+        if let Some(l) = lists::read(&self.target, ListKind::Topics, &src, &dst).await? {
+            if l != self.topic_lists {
+                tracing::info!(flow = %self.name(), include = ?l.include, exclude = ?l.exclude, "topic lists changed");
+                self.topic_lists = l;
+            }
+        }
+        let filter = NameFilter::new(&self.topic_lists.include, &self.topic_lists.exclude)
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "bad topic regex in the lists of {}: {e}",
+                    self.name()
+                ))
+            })?;
+        let meta = self.source.metadata(None).await?;
+        let mut wanted: BTreeMap<String, (usize, Option<[u8; 16]>)> = BTreeMap::new();
+        for t in &meta.topics {
+            if t.error_code != error_code::NONE || t.is_internal {
+                continue;
+            }
+            let decision = topic_should_replicate(&filter, &self.policy, &t.name, &dst);
+            let mirror_ok = match &self.mirror {
+                None => true,
+                // Mirror flows copy only the selected topics, and never one whose mirror ended.
+                Some(m) => {
+                    decision != TopicDecision::Heartbeats
+                        && !m
+                            .view
+                            .records
+                            .get(&t.name)
+                            .is_some_and(|r| r.state.is_stopped())
+                }
+            };
+            if decision.replicate() && mirror_ok {
+                let id = (t.topic_id != [0; 16]).then_some(t.topic_id);
+                wanted.insert(t.name.clone(), (t.partitions.len(), id));
+            }
+        }
+        if self.ownership.is_some() {
+            let mut items = std::collections::BTreeSet::new();
+            for (topic, (count, _)) in &wanted {
+                for p in 0..*count as i32 {
+                    items.insert(self.partition_item(topic, p));
+                }
+            }
+            items.insert(self.duties_item());
+            self.wanted_items = items;
+            self.report_ownership();
+            // Positions of partitions taken over from other instances are read fresh.
+            self.reload_progress().await?;
+        }
+        // Stop partitions of topics no longer selected.
+        let dropped: Vec<PartKey> = self
+            .parts
+            .keys()
+            .filter(|(t, _)| !wanted.contains_key(&**t))
+            .cloned()
+            .collect();
+        if !dropped.is_empty() {
+            self.flush_progress().await?;
+            for k in dropped {
+                tracing::info!(flow = %self.name(), topic = %k.0, partition = k.1, "no longer selected; stopped");
+                self.parts.remove(&k);
+            }
+        }
+        self.stop_recreated_topics(&wanted);
+        for (topic, (count, topic_id)) in wanted {
+            if !(0..count as i32).any(|p| self.owns_partition(&topic, p)) {
+                continue; // another instance runs it
+            }
+            if let Err(e) = self.ensure_topic(&topic, count, topic_id).await {
+                self.report(&format!("topic {topic}"), format!("{e}"));
+            }
+        }
+        // A partition's starting point is durable before anything is written for it, so a
+        // crash at any later moment leaves a progress record to resume from.
+        self.flush_progress().await
+    }
+
+    /// Stops the running partitions of source topics that were deleted and created again
+    /// under the same name since their position was taken (their topic id changed): the
+    /// positions now point at other records.
+    pub(super) fn stop_recreated_topics(
+        &mut self,
+        wanted: &BTreeMap<String, (usize, Option<[u8; 16]>)>,
+    ) {
+        let changed: Vec<(PartKey, [u8; 16], [u8; 16])> = self
+            .parts
+            .iter()
+            .filter_map(|(k, st)| {
+                let now = wanted.get(&*k.0).and_then(|w| w.1)?;
+                let was = st.topic_id?;
+                (was != now).then(|| (k.clone(), was, now))
+            })
+            .collect();
+        for (k, was, now) in changed {
+            self.stop_recreated(&k, was, now);
+        }
+    }
+
+    /// Stops partition `k`, whose source topic had id `was` and now has id `now`.
+    pub(super) fn stop_recreated(&mut self, k: &PartKey, was: [u8; 16], now: [u8; 16]) {
+        let Some(st) = self.parts.get(k) else {
+            return;
+        };
+        let msg = recreated_message(self.source.name(), &k.0, k.1, &st.map, was, now);
+        self.stop_partition(k, msg, "source_topic_recreated");
+    }
+
+    /// Stops partition `k` for `why` (logged once, counted as error `kind`, shown in the status
+    /// and `/ready`): nothing more is fetched or written for it; what was acknowledged stays.
+    pub(super) fn stop_partition(&mut self, k: &PartKey, why: String, kind: &str) {
+        let name = self.name();
+        let Some(st) = self.parts.get_mut(k) else {
+            return;
+        };
+        if st.failed.is_some() {
+            return;
+        }
+        tracing::error!(flow = %name, "{why}");
+        self.obs.error(&name, kind);
+        st.failed = Some(why);
+        st.in_flight = 0;
+        st.queue.clear();
+        st.queued_bytes = 0;
+        st.epoch += 1;
+    }
+
+    /// Stops a partition whose position lies beyond the end of the source log: the topic was
+    /// deleted and created again (its id changed), or its log was truncated below the position.
+    /// Nothing is read from it again until an operator acts.
+    pub(super) async fn stop_beyond_end(&mut self, k: &PartKey) {
+        let name = self.name();
+        let src = self.source.name().to_string();
+        self.source.invalidate(&k.0);
+        let now = match self.source.topic(&k.0).await {
+            Ok(t) => t.map(|t| t.topic_id).filter(|id| *id != [0; 16]),
+            Err(e) => {
+                tracing::warn!(flow = %name, topic = %k.0, "cannot read the source topic's id: {e}");
+                return; // decided at a later answer
+            }
+        };
+        let end = self
+            .source
+            .list_offsets(&k.0, &[k.1], LATEST)
+            .await
+            .ok()
+            .and_then(|v| v.first().map(|x| x.1));
+        let Some(st) = self.parts.get(k) else {
+            return;
+        };
+        let msg = match (st.topic_id, now) {
+            (Some(was), Some(now)) if was != now => {
+                recreated_message(&src, &k.0, k.1, &st.map, was, now)
+            }
+            _ => format!(
+                "cluster {src}, topic {}, partition {}, offset {}: the source log now ends at {}, below the position strait replicated up to; records were removed from the source log after they were copied (an unclean leader election truncates a log this way); replication stopped so that no offset is read twice with another meaning (the {} records copied stay on the target)",
+                k.0,
+                k.1,
+                st.planner.next_offset(),
+                end.map_or_else(|| "an unknown offset".to_string(), |e| e.to_string()),
+                st.map.target_next()
+            ),
+        };
+        self.stop_partition(k, msg, "source_truncated");
+    }
+
+    /// Records strait wrote into the remote topic of `topic` (its `partitions` partitions), by
+    /// the running partitions' maps and the stored progress.
+    pub(super) fn written_before(&self, topic: &str, partitions: usize) -> i64 {
+        (0..partitions as i32)
+            .map(|p| self.written_into(topic, p))
+            .sum()
+    }
+
+    /// Records strait wrote into the remote partition of `topic`/`partition`: the running
+    /// partition's map, else its stored progress.
+    fn written_into(&self, topic: &str, partition: i32) -> i64 {
+        match self.parts.get(&(Arc::from(topic), partition)) {
+            Some(st) => st.map.target_next(),
+            None => self
+                .stored_progress
+                .get(&progress::key(self.source.name(), topic, partition))
+                .map_or(0, |s| s.map.target_next()),
+        }
+    }
+
+    /// The remote topic of `topic` is gone although strait wrote into it: it is not created
+    /// again (the rest would land at offsets the offset maps do not say, and groups translated
+    /// through them would point at the wrong records). Every partition this instance owns stops.
+    pub(super) fn stop_deleted_remote(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partitions: usize,
+        topic_id: Option<[u8; 16]>,
+    ) {
+        let tgt = self.target.name().to_string();
+        let src = self.source.name().to_string();
+        for p in 0..partitions as i32 {
+            if !self.owns_partition(topic, p) {
+                continue;
+            }
+            let key: PartKey = (Arc::from(topic), p);
+            let written = self.written_into(topic, p);
+            let why = format!(
+                "cluster {tgt}, topic {remote}, partition {p}: the remote topic was deleted while strait replicates into it (the {written} records strait wrote there are gone); it is not created again, so nothing lands at offsets the offset map does not say; partition stopped (replicate into a fresh remote topic to start over)"
+            );
+            if self.parts.contains_key(&key) {
+                self.stop_partition(&key, why, "remote_topic_deleted");
+                continue;
+            }
+            let Some(stored) = self
+                .stored_progress
+                .get(&progress::key(&src, topic, p))
+                .cloned()
+            else {
+                continue;
+            };
+            let Some(writer) = stored.writer else {
+                self.report(&format!("resume {topic}/{p}"), why);
+                continue;
+            };
+            tracing::error!(flow = %self.name(), "{why}");
+            self.obs.error(&self.name(), "remote_topic_deleted");
+            let id = stored.topic_id.or(topic_id);
+            let st = self.part_state(
+                topic,
+                remote,
+                p,
+                stored.map,
+                writer,
+                true,
+                Some(why),
+                false,
+                id,
+            );
+            self.parts.insert(key, st);
+        }
+    }
+
+    pub(super) async fn ensure_topic(
+        &mut self,
+        topic: &str,
+        partitions: usize,
+        topic_id: Option<[u8; 16]>,
+    ) -> Result<()> {
+        let remote = self.policy.remote_topic(self.source.name(), topic);
+        let existing = self.target.topic(&remote).await?;
+        if let Some(m) = &self.mirror {
+            if !m.view.records.contains_key(topic) {
+                // The record says whether strait created the topic, which identical offsets need;
+                // it is written before the topic is created.
+                let created = existing.is_none();
+                if !created {
+                    tracing::warn!(flow = %self.name(), %topic, "cluster {}, topic {topic}: the destination topic already existed; its offsets are mapped through the offset map, not guaranteed identical to the source's", self.target.name());
+                }
+                let rec =
+                    MirrorRecord::new(&m.link, self.source.name(), topic, created, store::now_ms());
+                self.mirror_write(rec).await?;
+            }
+        }
+        let remote_partitions = match existing {
+            Some(t) => {
+                if !self.parts.keys().any(|(name, _)| **name == *topic) {
+                    self.check_compatible(topic, &remote).await?;
+                }
+                t.partitions.len()
+            }
+            None if self.written_before(topic, partitions) > 0 => {
+                self.stop_deleted_remote(topic, &remote, partitions, topic_id);
+                return Ok(());
+            }
+            None => {
+                // The source topic's own settings, not the source broker's defaults: the
+                // target's brokers apply their own.
+                let configs: Vec<(String, String)> = match self
+                    .source
+                    .describe_topic_overrides(topic)
+                    .await
+                {
+                    Ok(c) => c
+                        .into_iter()
+                        .filter(|(k, _, own)| {
+                            (*own && REPLICABLE_CONFIGS.contains(&k.as_str()))
+                                || EFFECTIVE_CONFIGS.contains(&k.as_str())
+                        })
+                        .map(|(k, v, _)| (k, v))
+                        .collect(),
+                    Err(e) => {
+                        tracing::warn!(flow = %self.name(), %topic, "cannot read topic configs, creating with defaults: {e}");
+                        Vec::new()
+                    }
+                };
+                let created = self
+                    .target
+                    .create_topic(
+                        &remote,
+                        partitions as i32,
+                        self.replication_factor,
+                        &configs,
+                    )
+                    .await
+                    .map_err(|e| e.topic(&remote))?;
+                if created {
+                    tracing::info!(flow = %self.name(), %topic, %remote, partitions, "created remote topic");
+                }
+                partitions
+            }
+        };
+        let mut remote_partitions = remote_partitions;
+        if remote_partitions < partitions {
+            match self
+                .target
+                .create_partitions(&remote, partitions as i32)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(flow = %self.name(), %topic, %remote, from = remote_partitions, to = partitions, "added partitions to the remote topic");
+                    remote_partitions = partitions;
+                }
+                Err(e) => {
+                    tracing::debug!(flow = %self.name(), %remote, "cannot add partitions: {e}")
+                }
+            }
+        }
+        if remote_partitions < partitions {
+            self.report(
+                &format!("partitions {topic}"),
+                format!(
+                    "cluster {}, topic {remote}: has {remote_partitions} partitions but source topic {topic} on cluster {} has {partitions}; partitions {remote_partitions}..{partitions} are not replicated until the remote topic has them",
+                    self.target.name(),
+                    self.source.name()
+                ),
+            );
+        }
+        let name: Arc<str> = Arc::from(topic);
+        for p in 0..partitions.min(remote_partitions) as i32 {
+            if self.parts.contains_key(&(Arc::clone(&name), p)) || !self.owns_partition(topic, p) {
+                continue;
+            }
+            if self.awaits_answer(topic, p) {
+                self.refresh_soon = true;
+                continue;
+            }
+            match self.resume_partition(topic, &remote, p, topic_id).await {
+                Ok(state) => {
+                    tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.map.target_next(), "replicating partition");
+                    self.parts.insert((Arc::clone(&name), p), state);
+                }
+                Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    /// An existing remote topic must keep records the way the source does: a compacted source
+    /// into a deleting remote (or the reverse) would silently change what consumers see.
+    pub(super) async fn check_compatible(&self, topic: &str, remote: &str) -> Result<()> {
+        let policy = |configs: Vec<(String, Option<String>)>| {
+            configs
+                .into_iter()
+                .find(|(k, _)| k == "cleanup.policy")
+                .and_then(|(_, v)| v)
+                .unwrap_or_else(|| "delete".to_string())
+        };
+        let src = policy(self.source.describe_topic_configs(topic).await?);
+        let dst = policy(self.target.describe_topic_configs(remote).await?);
+        if src != dst {
+            return Err(Error::invalid(format!(
+                "cluster {}, topic {remote}: cleanup.policy is {dst} but source topic {topic} on cluster {} has {src}; not replicating into it",
+                self.target.name(),
+                self.source.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Why a partition of a source topic that was deleted and created again stops.
+pub(super) fn recreated_message(
+    cluster: &str,
+    topic: &str,
+    partition: i32,
+    map: &OffsetMap,
+    was: [u8; 16],
+    now: [u8; 16],
+) -> String {
+    format!(
+        "cluster {cluster}, topic {topic}, partition {partition}, offset {}: the topic was deleted and created again (topic id {} is now {}); its offsets now name other records, so replication stopped at the {} records copied from the old topic (to replicate the new topic, replicate it into a fresh remote topic)",
+        map.source_next(),
+        topic_id_text(was),
+        topic_id_text(now),
+        map.target_next()
+    )
+}
+
+/// A topic id as Kafka's tools print it (URL-safe base64 without padding).
+pub(super) fn topic_id_text(id: [u8; 16]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(22);
+    let mut bits = 0u32;
+    let mut n = 0;
+    for b in id {
+        bits = (bits << 8) | u32::from(b);
+        n += 8;
+        while n >= 6 {
+            n -= 6;
+            out.push(char::from(ALPHABET[((bits >> n) & 63) as usize]));
+        }
+    }
+    if n > 0 {
+        out.push(char::from(ALPHABET[((bits << (6 - n)) & 63) as usize]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_ids_print_as_kafka_prints_them() {
+        assert_eq!(topic_id_text([0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+        // Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding.
+        let id = [
+            0x30, 0x82, 0x1b, 0xdb, 0xe1, 0x22, 0x4a, 0x94, 0xa7, 0x41, 0x69, 0xba, 0xc5, 0xd6,
+            0x60, 0x59,
+        ];
+        assert_eq!(topic_id_text(id), "MIIb2-EiSpSnQWm6xdZgWQ");
+        assert_eq!(topic_id_text([0xff; 16]), "_____________________w");
+    }
+}
