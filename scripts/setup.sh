@@ -35,7 +35,7 @@ KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' script
 kafka_libs="$HOME/.cache/strait/kafka-$KAFKA_VERSION/libs"
 if [ -n "${KAFKA_HOME:-}" ] && ls "$KAFKA_HOME"/libs/kafka_2.13-*.jar >/dev/null 2>&1; then
   echo "setup: using Apache Kafka from KAFKA_HOME=$KAFKA_HOME"
-elif ls "$kafka_libs"/kafka_2.13-"$KAFKA_VERSION".jar >/dev/null 2>&1; then
+elif ls "$kafka_libs"/kafka_2.13-"$KAFKA_VERSION".jar "$kafka_libs"/connect-mirror-"$KAFKA_VERSION".jar >/dev/null 2>&1; then
   :
 else
   echo "setup: fetching Apache Kafka $KAFKA_VERSION with Maven into $kafka_libs"
