@@ -454,6 +454,25 @@ impl Cluster {
         Ok((leader, epoch))
     }
 
+    /// The leader node id and leader epoch of a partition from the metadata cache, without
+    /// asking any broker (`None`: not cached, or no leader now).
+    pub fn cached_leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
+        let cache = self.read_cache();
+        let found = find_partition(&cache.topics.get(topic)?.partitions, partition)?;
+        (found.0 >= 0).then_some(found)
+    }
+
+    /// The id of the open data-path connection to broker `node` (`None`: none is open, or it
+    /// is being opened). Never connects and never waits.
+    pub fn open_data_connection(&self, node: i32) -> Option<u64> {
+        let slot = {
+            let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+            conns.get(&(node, Lane::Data))?.clone()
+        };
+        let guard = slot.try_lock().ok()?;
+        guard.as_ref().filter(|c| !c.is_broken()).map(|c| c.id())
+    }
+
     /// Forgets cached leadership of `topic` (after NOT_LEADER and the like).
     pub fn invalidate(&self, topic: &str) {
         self.write_cache().topics.remove(topic);

@@ -1,6 +1,9 @@
 //! Replication flows: `strait run`'s engine.
 //!
-//! - [`flow`]: one `source -> target` flow (topic selection, data path, progress, heartbeats).
+//! - [`flow`]: one `source -> target` flow: the shell around its data path, and its control
+//!   plane (topic selection and creation, take-up, mirror commands, ownership, progress).
+//! - [`path`]: the data path as a state machine without I/O (fetch, plan, produce, acknowledge).
+//! - [`duties`]: heartbeats, checkpoints and group offset sync, in a task of their own.
 //! - [`progress`]: the stored position of each partition and exactly-once resume (sans-io).
 //! - [`lists`]: allow/deny lists changed at runtime, stored in the target cluster.
 //! - [`store`]: small compacted internal topics used as durable stores.
@@ -12,6 +15,7 @@ pub mod groups;
 pub mod lists;
 pub mod membership;
 pub mod mirrors;
+pub mod path;
 pub mod progress;
 pub mod status;
 pub mod store;

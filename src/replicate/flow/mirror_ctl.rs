@@ -105,7 +105,7 @@ impl Flow {
                 .records
                 .iter()
                 .filter(|(t, r)| {
-                    r.state.is_stopped() && self.parts.keys().any(|(p, _)| **p == ***t)
+                    r.state.is_stopped() && self.path.parts.keys().any(|(p, _)| **p == ***t)
                 })
                 .map(|(t, _)| t.clone())
                 .collect(),
@@ -125,18 +125,17 @@ impl Flow {
     /// Ends mirroring of `topic`: answers to requests in flight are applied, progress is
     /// stored, and its partitions are dropped for good.
     pub(super) async fn stop_topic(&mut self, topic: &str) -> Result<()> {
-        while !self.in_flight.is_empty() {
-            self.receive_one().await;
-        }
+        self.drain_produces().await;
         self.flush_progress().await?;
         let keys: Vec<PartKey> = self
+            .path
             .parts
             .keys()
             .filter(|(t, _)| **t == *topic)
             .cloned()
             .collect();
         for k in keys {
-            self.parts.remove(&k);
+            self.path.parts.remove(&k);
         }
         tracing::info!(flow = %self.name(), %topic, "mirror stopped: the topic is an ordinary writable topic and strait no longer writes to it");
         Ok(())
@@ -157,6 +156,7 @@ impl Flow {
         };
         for topic in promoting {
             let parts: Vec<&PartState> = self
+                .path
                 .parts
                 .values()
                 .filter(|st| st.source_topic == topic)
@@ -222,7 +222,7 @@ impl Flow {
     /// strait's last write ended; anything else means something else wrote into it.
     pub(super) async fn check_foreign_writes(&mut self) -> Result<()> {
         let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
-        for st in self.parts.values() {
+        for st in self.path.parts.values() {
             if st.failed.is_none()
                 && st.in_flight == 0
                 && st.queue.is_empty()
@@ -244,7 +244,7 @@ impl Flow {
                     continue;
                 }
                 // Re-check under the same conditions: the partition may have moved meanwhile.
-                let Some(st) = self.parts.get_mut(&(Arc::from(topic.as_str()), p)) else {
+                let Some(st) = self.path.parts.get_mut(&(Arc::from(topic.as_str()), p)) else {
                     continue;
                 };
                 if st.in_flight != 0 || !st.queue.is_empty() || st.map.target_next() != ours {
@@ -305,7 +305,11 @@ impl Flow {
                 if only.is_some_and(|t| t != c.topic) {
                     continue;
                 }
-                let Some(st) = self.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) else {
+                let Some(st) = self
+                    .path
+                    .parts
+                    .get(&(Arc::from(c.topic.as_str()), c.partition))
+                else {
                     continue;
                 };
                 if let Translation::Exact(t) = st.map.to_target(c.offset) {

@@ -16,13 +16,10 @@ impl Flow {
         let name = self.name();
         if own.lost_epoch() != self.lost_seen {
             self.lost_seen = own.lost_epoch();
-            if !self.parts.is_empty() {
-                tracing::warn!(flow = %name, partitions = self.parts.len(), "group membership lost: stopping every partition without writing");
+            if !self.path.parts.is_empty() {
+                tracing::warn!(flow = %name, partitions = self.path.parts.len(), "group membership lost: stopping every partition without writing");
             }
-            self.parts.clear();
-            self.in_flight.clear();
-            self.resyncs.clear();
-            self.retake.clear();
+            self.drop_everything();
         }
         let mut gained = false;
         let version = own.version();
@@ -34,15 +31,14 @@ impl Flow {
             gained = assigned.iter().any(|i| !self.assigned.contains(i));
             self.assigned = assigned;
             let release: Vec<PartKey> = self
+                .path
                 .parts
                 .keys()
                 .filter(|(t, p)| !self.owns_partition(t, *p))
                 .cloned()
                 .collect();
             if !release.is_empty() {
-                while !self.in_flight.is_empty() {
-                    self.receive_one().await;
-                }
+                self.drain_produces().await;
                 if self.may_write() {
                     if let Err(e) = self.flush_progress().await {
                         tracing::warn!(flow = %name, "progress write before releasing failed: {e}");
@@ -50,15 +46,14 @@ impl Flow {
                 }
                 for k in release {
                     tracing::info!(flow = %name, topic = %k.0, partition = k.1, "released to another instance");
-                    self.parts.remove(&k);
-                    self.resyncs.remove(&k);
+                    self.path.remove(&k);
                     self.retake.remove(&k);
                 }
             }
         }
         // Reported when something changed, and every second for the rates and health.
         if changed
-            || self.parts.len() != self.ownership_seen.1
+            || self.path.parts.len() != self.ownership_seen.1
             || self.ownership_seen.2.elapsed() >= Duration::from_secs(1)
         {
             self.report_ownership();
@@ -67,7 +62,7 @@ impl Flow {
     }
 
     pub(super) fn report_ownership(&mut self) {
-        self.ownership_seen.1 = self.parts.len();
+        self.ownership_seen.1 = self.path.parts.len();
         self.ownership_seen.2 = Instant::now();
         let Some(own) = &self.ownership else {
             return;
@@ -76,6 +71,7 @@ impl Flow {
             return; // not refreshed yet: the group would see a flow with no work
         }
         let mut held: std::collections::BTreeSet<WorkItem> = self
+            .path
             .parts
             .keys()
             .map(|(t, p)| self.partition_item(t, *p))
@@ -84,6 +80,7 @@ impl Flow {
             held.insert(self.duties_item());
         }
         let rates = self
+            .path
             .parts
             .iter()
             .map(|((t, p), st)| (self.partition_item(t, *p), st.bytes))

@@ -9,7 +9,7 @@ impl Flow {
     pub async fn flush_progress(&mut self) -> Result<()> {
         let src = self.source.name().to_string();
         let mut records = Vec::new();
-        for st in self.parts.values() {
+        for st in self.path.parts.values() {
             if st.flushed != Some(st.acked()) {
                 let key = progress::key(&src, &st.source_topic, st.partition);
                 records.push((
@@ -31,7 +31,7 @@ impl Flow {
             ));
         }
         store::append_once(&self.target, PROGRESS_TOPIC, 0, &records).await?;
-        for st in self.parts.values_mut() {
+        for st in self.path.parts.values_mut() {
             st.flushed = Some(st.acked());
             let key = progress::key(&src, &st.source_topic, st.partition);
             self.stored_progress.insert(
@@ -50,7 +50,7 @@ impl Flow {
     pub(super) async fn offset_syncs(&mut self) -> Result<()> {
         let mut records = Vec::new();
         let mut changed = Vec::new();
-        for (k, st) in &self.parts {
+        for (k, st) in &self.path.parts {
             if st.records == 0 && st.synced_delta.is_some() {
                 continue;
             }
@@ -82,7 +82,7 @@ impl Flow {
         )
         .await?;
         for (k, d) in changed {
-            if let Some(st) = self.parts.get_mut(&k) {
+            if let Some(st) = self.path.parts.get_mut(&k) {
                 st.synced_delta = Some(d);
             }
         }

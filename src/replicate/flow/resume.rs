@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{record_acked, Flow, PartState};
+use super::{record_acked, Flow, PartStart, PartState};
 use crate::client::{EARLIEST, LATEST};
 use crate::error::{Error, Result};
 use crate::forward::{Outgoing, PartitionPlanner};
@@ -23,9 +23,7 @@ use crate::mirror::{offsets_mode, OffsetsMode};
 use crate::offsets::OffsetMap;
 use crate::protocol::fetch::READ_UNCOMMITTED;
 use crate::records::{split, Entry};
-use crate::replicate::progress::{
-    self, check_landed, Landed, LandedBatch, OwnBatch, Progress, Writer,
-};
+use crate::replicate::progress::{self, check_landed, Landed, LandedBatch, OwnBatch, Writer};
 
 /// How a partition is taken up.
 enum Start {
@@ -220,39 +218,22 @@ impl Flow {
         identical: bool,
         topic_id: Option<[u8; 16]>,
     ) -> PartState {
-        let source_next = map.source_next();
-        let producer = Some(crate::forward::ProducerIdentity {
-            id: writer.producer_id,
-            epoch: writer.producer_epoch,
-        });
-        PartState {
-            source_topic: topic.to_string(),
-            target_topic: remote.to_string(),
-            partition,
-            planner: PartitionPlanner::new(source_next, producer, writer.next_sequence),
-            queue: VecDeque::new(),
-            queued_bytes: 0,
-            in_flight: 0,
-            epoch: {
-                self.epoch_base += 1 << 32;
-                self.epoch_base
+        let epoch = self.path.next_epoch();
+        PartState::new(
+            PartStart {
+                topic: topic.to_string(),
+                remote: remote.to_string(),
+                partition,
+                map,
+                writer,
+                flushed,
+                failed,
+                identical,
+                topic_id,
+                heartbeats: self.policy.is_heartbeats_topic(topic),
             },
-            flushed: flushed.then(|| Progress::from(&map)),
-            map,
-            synced_delta: None,
-            records: 0,
-            bytes: 0,
-            source_end: source_next,
-            failed,
-            identical,
-            sequence_retries: 0,
-            writer,
-            heartbeats: self.policy.is_heartbeats_topic(topic),
-            connection: 0,
-            topic_id,
-            lost_records: 0,
-            beyond_end: 0,
-        }
+            epoch,
+        )
     }
 
     /// Reads back what landed after the stored position and continues after it if strait

@@ -37,9 +37,14 @@ impl Flow {
         let members = self.member_statuses();
         self.obs.buffered(
             &self.name(),
-            self.parts.values().map(|p| p.queued_bytes as u64).sum(),
+            self.path
+                .parts
+                .values()
+                .map(|p| p.queued_bytes as u64)
+                .sum(),
         );
         let parts = self
+            .path
             .parts
             .values()
             .map(|st| PartitionStatus {
@@ -75,7 +80,12 @@ impl Flow {
                                 .collect(),
                             ..MirrorStatus::default()
                         };
-                        for st in self.parts.values().filter(|st| st.source_topic == r.topic) {
+                        for st in self
+                            .path
+                            .parts
+                            .values()
+                            .filter(|st| st.source_topic == r.topic)
+                        {
                             match offsets_mode(&st.map, r.created_by_strait) {
                                 OffsetsMode::Identical => {
                                     ms.identical_partitions.push(st.partition)

@@ -63,6 +63,7 @@ impl Flow {
         }
         // Stop partitions of topics no longer selected.
         let dropped: Vec<PartKey> = self
+            .path
             .parts
             .keys()
             .filter(|(t, _)| !wanted.contains_key(&**t))
@@ -72,7 +73,7 @@ impl Flow {
             self.flush_progress().await?;
             for k in dropped {
                 tracing::info!(flow = %self.name(), topic = %k.0, partition = k.1, "no longer selected; stopped");
-                self.parts.remove(&k);
+                self.path.parts.remove(&k);
             }
         }
         self.stop_recreated_topics(&wanted);
@@ -97,6 +98,7 @@ impl Flow {
         wanted: &BTreeMap<String, (usize, Option<[u8; 16]>)>,
     ) {
         let changed: Vec<(PartKey, [u8; 16], [u8; 16])> = self
+            .path
             .parts
             .iter()
             .filter_map(|(k, st)| {
@@ -112,7 +114,7 @@ impl Flow {
 
     /// Stops partition `k`, whose source topic had id `was` and now has id `now`.
     pub(super) fn stop_recreated(&mut self, k: &PartKey, was: [u8; 16], now: [u8; 16]) {
-        let Some(st) = self.parts.get(k) else {
+        let Some(st) = self.path.parts.get(k) else {
             return;
         };
         let msg = recreated_message(self.source.name(), &k.0, k.1, &st.map, was, now);
@@ -122,20 +124,7 @@ impl Flow {
     /// Stops partition `k` for `why` (logged once, counted as error `kind`, shown in the status
     /// and `/ready`): nothing more is fetched or written for it; what was acknowledged stays.
     pub(super) fn stop_partition(&mut self, k: &PartKey, why: String, kind: &str) {
-        let name = self.name();
-        let Some(st) = self.parts.get_mut(k) else {
-            return;
-        };
-        if st.failed.is_some() {
-            return;
-        }
-        tracing::error!(flow = %name, "{why}");
-        self.obs.error(&name, kind);
-        st.failed = Some(why);
-        st.in_flight = 0;
-        st.queue.clear();
-        st.queued_bytes = 0;
-        st.epoch += 1;
+        self.path.stop_partition(k, why, kind);
     }
 
     /// Stops a partition whose position lies beyond the end of the source log: the topic was
@@ -158,7 +147,7 @@ impl Flow {
             .await
             .ok()
             .and_then(|v| v.first().map(|x| x.1));
-        let Some(st) = self.parts.get(k) else {
+        let Some(st) = self.path.parts.get(k) else {
             return;
         };
         let msg = match (st.topic_id, now) {
@@ -188,7 +177,7 @@ impl Flow {
     /// Records strait wrote into the remote partition of `topic`/`partition`: the running
     /// partition's map, else its stored progress.
     fn written_into(&self, topic: &str, partition: i32) -> i64 {
-        match self.parts.get(&(Arc::from(topic), partition)) {
+        match self.path.parts.get(&(Arc::from(topic), partition)) {
             Some(st) => st.map.target_next(),
             None => self
                 .stored_progress
@@ -218,7 +207,7 @@ impl Flow {
             let why = format!(
                 "cluster {tgt}, topic {remote}, partition {p}: the remote topic was deleted while strait replicates into it (the {written} records strait wrote there are gone); it is not created again, so nothing lands at offsets the offset map does not say; partition stopped (replicate into a fresh remote topic to start over)"
             );
-            if self.parts.contains_key(&key) {
+            if self.path.parts.contains_key(&key) {
                 self.stop_partition(&key, why, "remote_topic_deleted");
                 continue;
             }
@@ -247,7 +236,7 @@ impl Flow {
                 false,
                 id,
             );
-            self.parts.insert(key, st);
+            self.path.parts.insert(key, st);
         }
     }
 
@@ -274,7 +263,7 @@ impl Flow {
         }
         let remote_partitions = match existing {
             Some(t) => {
-                if !self.parts.keys().any(|(name, _)| **name == *topic) {
+                if !self.path.parts.keys().any(|(name, _)| **name == *topic) {
                     self.check_compatible(topic, &remote).await?;
                 }
                 t.partitions.len()
@@ -348,7 +337,9 @@ impl Flow {
         }
         let name: Arc<str> = Arc::from(topic);
         for p in 0..partitions.min(remote_partitions) as i32 {
-            if self.parts.contains_key(&(Arc::clone(&name), p)) || !self.owns_partition(topic, p) {
+            if self.path.parts.contains_key(&(Arc::clone(&name), p))
+                || !self.owns_partition(topic, p)
+            {
                 continue;
             }
             if self.awaits_answer(topic, p) {
@@ -358,7 +349,7 @@ impl Flow {
             match self.resume_partition(topic, &remote, p, topic_id).await {
                 Ok(state) => {
                     tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.map.target_next(), "replicating partition");
-                    self.parts.insert((Arc::clone(&name), p), state);
+                    self.path.parts.insert((Arc::clone(&name), p), state);
                 }
                 Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
             }

@@ -1,0 +1,276 @@
+//! The source side of the data path: which Fetch requests go to which leader, and what their
+//! answers become (batches queued for the target, errors, positions out of range).
+
+use super::*;
+use crate::forward::PartitionPlanner;
+use crate::protocol::error_code;
+use crate::protocol::fetch::{FetchedPartition, READ_COMMITTED};
+
+impl DataPath {
+    /// Fetch requests to write now: one to every source leader that has none outstanding, for
+    /// its partitions with room in the buffer. Nothing while fetching backs off after a
+    /// failure, and nothing unless something changed since the last plan or no Fetch is
+    /// outstanding.
+    ///
+    /// A partition whose leader moved can be in an outstanding request to its old leader and
+    /// in a new one to its new leader: whichever answer is taken in first moves its offset on,
+    /// and [`DataPath::handle_fetch`] ignores the other (it asked for an offset no longer next).
+    pub fn poll_fetch(&mut self, now: Instant, topo: &dyn Topology) -> Vec<FetchOrder> {
+        if !(self.fetching.is_empty() || self.replan)
+            || self.timers.pending(Timer::FetchBackoff, now)
+        {
+            return Vec::new();
+        }
+        self.replan = false;
+        self.traffic.rounds += 1;
+        let cap = self.per_partition_cap();
+        let total: usize = self.parts.values().map(|p| p.queued_bytes).sum();
+        if total >= self.cfg.buffer_bytes {
+            return Vec::new(); // backpressure: the target is slower
+        }
+        let busy: Vec<i32> = self.fetching.iter().map(|f| f.leader).collect();
+        let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
+        // The broker fills a response in request order until `fetch_max_bytes`: partitions with
+        // the least queued go first (ties rotate each round), so every partition has a batch
+        // for the next Produce request instead of a few partitions taking every response.
+        let mut wanted: Vec<(&PartKey, &PartState)> = self
+            .parts
+            .iter()
+            .filter(|(k, st)| {
+                st.failed.is_none()
+                    && !st.awaiting_log_start
+                    && st.queued_bytes < cap
+                    && !self.held.contains(&*k.0)
+            })
+            .collect();
+        if !wanted.is_empty() {
+            let turn = (self.traffic.rounds as usize) % wanted.len();
+            wanted.rotate_left(turn);
+        }
+        wanted.sort_by_key(|(_, st)| st.queued_bytes);
+        let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
+        for (k, st) in wanted {
+            // Metadata refreshed after an error shows a topic created again under the same
+            // name before the next Fetch could read the new topic at the old position.
+            if let (Some(was), Some(now)) = (st.topic_id, topo.source_topic_id(&k.0)) {
+                if was != now {
+                    self.events.push_back(Event::Recreated {
+                        key: k.clone(),
+                        was,
+                        now,
+                    });
+                    continue;
+                }
+            }
+            let Some((leader, epoch)) = topo.source_leader(&k.0, k.1) else {
+                self.missing
+                    .source_partitions
+                    .insert((k.0.to_string(), k.1));
+                continue;
+            };
+            if busy.contains(&leader) {
+                continue;
+            }
+            if !topo.source_connected(leader) {
+                self.missing.source_nodes.insert(leader);
+                continue;
+            }
+            by_leader
+                .entry(leader)
+                .or_default()
+                .push(FetchPartitionSpec {
+                    topic: k.0.clone(),
+                    partition: k.1,
+                    offset: st.planner.next_offset(),
+                    current_leader_epoch: epoch,
+                    max_bytes,
+                });
+        }
+        let since_data = self.last_data.map(|t| now.saturating_duration_since(t));
+        let wait = fetch_wait(since_data, self.cfg.fetch_max_wait);
+        let limits = FetchLimits {
+            max_wait_ms: i32::try_from(wait.as_millis()).unwrap_or(i32::MAX),
+            min_bytes: 1,
+            max_bytes: self.cfg.fetch_max_bytes,
+            isolation_level: READ_COMMITTED,
+        };
+        let mut orders = Vec::with_capacity(by_leader.len());
+        for (leader, specs) in by_leader {
+            let id = self.request_id();
+            let offsets = specs
+                .iter()
+                .map(|s| ((s.topic.clone(), s.partition), s.offset))
+                .collect();
+            self.fetching.push(Fetching {
+                id,
+                leader,
+                offsets,
+            });
+            self.traffic.fetches += 1;
+            orders.push(FetchOrder {
+                id,
+                leader,
+                specs,
+                limits,
+            });
+        }
+        orders
+    }
+
+    /// The Fetch request `id` could not be written (its fetch session starts over): fetching
+    /// pauses for [`FETCH_BACKOFF`] unless other answers are awaited.
+    pub fn handle_fetch_unsent(&mut self, now: Instant, id: RequestId) {
+        self.fetching.retain(|f| f.id != id);
+        self.back_off(now);
+    }
+
+    fn back_off(&mut self, now: Instant) {
+        self.replan = true;
+        if self.fetching.is_empty() {
+            self.timers.set(Timer::FetchBackoff, now + FETCH_BACKOFF);
+        }
+    }
+
+    /// The answer to Fetch request `id` (`Err`: it failed as a whole, and fetching pauses for
+    /// [`FETCH_BACKOFF`]). Returns the batches planned from it.
+    pub fn handle_fetch(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        answer: Result<Vec<FetchedPartition>, String>,
+    ) -> usize {
+        let Some(i) = self.fetching.iter().position(|f| f.id == id) else {
+            return 0;
+        };
+        let asked = self.fetching.remove(i);
+        self.replan = true; // this leader has no Fetch outstanding now
+        let partitions = match answer {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(flow = %self.cfg.flow, "fetch round failed: {e}");
+                self.timers.set(Timer::FetchBackoff, now + FETCH_BACKOFF);
+                return 0;
+            }
+        };
+        let mut planned = 0;
+        for p in partitions {
+            let key = (p.topic.clone(), p.partition);
+            let Some(st) = self.parts.get(&key) else {
+                continue;
+            };
+            if asked.offsets.get(&key) != Some(&st.planner.next_offset()) {
+                continue; // resumed elsewhere while the request was out: fetched again
+            }
+            planned += self.take_in(key, &p);
+        }
+        if planned > 0 {
+            self.last_data = Some(now);
+        }
+        planned
+    }
+
+    /// One partition of a Fetch answer.
+    fn take_in(&mut self, key: PartKey, p: &FetchedPartition) -> usize {
+        let (flow, src) = (&self.cfg.flow, &self.cfg.source);
+        let Some(st) = self.parts.get_mut(&key) else {
+            return 0;
+        };
+        st.source_end = p.high_watermark;
+        let at = st.planner.next_offset();
+        match p.error_code {
+            error_code::NONE => {}
+            error_code::OFFSET_OUT_OF_RANGE => {
+                st.awaiting_log_start = true;
+                self.events.push_back(Event::LogStartWanted { key, at });
+                return 0;
+            }
+            code => {
+                if error_code::needs_metadata_refresh(code) {
+                    self.events
+                        .push_back(Event::InvalidateSource(key.0.to_string()));
+                }
+                if code == error_code::UNKNOWN_TOPIC_OR_PARTITION {
+                    // The source topic may have been deleted: the refresh finds out soon.
+                    self.events.push_back(Event::RefreshTopics);
+                }
+                tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: fetch error {}", key.0, key.1, error_code::name(code));
+                self.obs.retry(src, "fetch_partition");
+                return 0;
+            }
+        }
+        st.beyond_end = 0;
+        match st.planner.plan(p) {
+            Ok(plan) => {
+                let now_ms = crate::replicate::store::now_ms();
+                let n = plan.outgoing.len();
+                for out in plan.outgoing {
+                    self.obs
+                        .batch_fetched(flow, &key.0, out.batch.max_timestamp(), now_ms);
+                    st.queued_bytes += out.batch.len();
+                    self.traffic.fetched_batches += 1;
+                    self.traffic.fetched_bytes += out.batch.len() as u64;
+                    st.queue.push_back(out);
+                }
+                if st.queue.is_empty() && st.planner.next_offset() > st.map.source_next() {
+                    // Only dropped offsets (control batches, aborted data, records deleted
+                    // by compaction): nothing to wait for on the target.
+                    st.account_dropped_tail();
+                    st.note_offsets_mode(flow, &self.cfg.target);
+                }
+                n
+            }
+            Err(e) => {
+                let msg = format!(
+                    "cluster {src}, topic {}, partition {}, offset {at}: {e}; partition stopped",
+                    key.0, key.1
+                );
+                tracing::error!(flow = %flow, "{msg}");
+                self.obs.error(flow, "plan");
+                st.failed = Some(msg);
+                0
+            }
+        }
+    }
+
+    /// The log start of a partition whose position `at` was out of range (`Err`: it could not
+    /// be read; the next Fetch tries again). Records deleted below it before they were
+    /// replicated are counted as lost and the partition continues at the log start; a position
+    /// beyond the log's end, confirmed [`BEYOND_END_STOP`] times in a row, is reported as
+    /// [`Event::BeyondEnd`].
+    pub fn handle_log_start(&mut self, key: &PartKey, at: i64, start: Result<i64, String>) {
+        let (flow, src) = (&self.cfg.flow, &self.cfg.source);
+        let Some(st) = self.parts.get_mut(key) else {
+            return;
+        };
+        if !st.awaiting_log_start || st.planner.next_offset() != at {
+            return;
+        }
+        st.awaiting_log_start = false;
+        self.replan = true;
+        let start = match start {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: offset out of range, and the log start cannot be read: {e}", key.0, key.1);
+                return;
+            }
+        };
+        if start > at {
+            tracing::error!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
+            st.lost_records += (start - at) as u64;
+            self.obs.records_lost(flow, &key.0, (start - at) as u64);
+            st.beyond_end = 0;
+            // Batches planned before `at` and not yet acknowledged stay queued; the planner
+            // continues at the log start.
+            st.planner = PartitionPlanner::new(start, st.producer(), st.planner.next_sequence());
+        } else {
+            // Beyond the log's end: the log was truncated below the position (an unclean
+            // leader election), or the topic was deleted and created again. Confirmed by a
+            // few answers in a row, the partition stops.
+            st.beyond_end += 1;
+            tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: beyond the end of the source log (log start {start}, answer {} in a row)", key.0, key.1, st.beyond_end);
+            if st.beyond_end >= BEYOND_END_STOP {
+                self.events.push_back(Event::BeyondEnd(key.clone()));
+            }
+        }
+    }
+}

@@ -1,0 +1,786 @@
+//! The data path driven without sockets: a simulated source (encoded batches), a simulated
+//! target broker (idempotent producer state, per-connection order, duplicates answered with
+//! the first offset, out-of-order sequences refused) and a simulated topology. Table tests of
+//! holding, per-connection order, rewinds, sequence refusals, stale answers and
+//! backpressure; a property test over random interleavings of answers, errors, leader moves,
+//! reconnections and lost answers.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use proptest::prelude::*;
+
+use super::*;
+use crate::forward::SourceOffsets;
+use crate::observe::Observer;
+use crate::offsets::OffsetMap;
+use crate::protocol::error_code;
+use crate::protocol::fetch::FetchedPartition;
+use crate::protocol::produce::ProducedPartition;
+use crate::records::record::{self, BatchHeaderFields, Record};
+use crate::records::{Compression, RecordBatch};
+use crate::replicate::progress::Writer;
+
+const PID: i64 = 42;
+
+/// Source batches of one partition: `(base offset, records, bytes)`.
+#[derive(Default)]
+struct SimSource {
+    batches: Vec<(i64, i32, Bytes)>,
+}
+
+impl SimSource {
+    /// `count` batches of `per` records each, values naming their offsets.
+    fn new(topic: &str, partition: i32, count: usize, per: i32) -> SimSource {
+        let mut batches = Vec::new();
+        let mut base = 0i64;
+        for _ in 0..count {
+            let records: Vec<Record> = (0..per)
+                .map(|i| Record {
+                    attributes: 0,
+                    timestamp_delta: i64::from(i),
+                    offset_delta: i,
+                    key: Some(Bytes::from(format!("{topic}-{partition}"))),
+                    value: Some(Bytes::from(format!("v{}", base + i64::from(i)))),
+                    headers: Vec::new(),
+                })
+                .collect();
+            let fields = BatchHeaderFields {
+                base_offset: base,
+                partition_leader_epoch: 0,
+                attributes: 0,
+                base_timestamp: 1_700_000_000_000,
+                max_timestamp: None,
+                producer_id: 9,
+                producer_epoch: 0,
+                base_sequence: base as i32,
+            };
+            let bytes = record::encode_batch(&fields, Compression::None, &records).unwrap();
+            batches.push((base, per, bytes));
+            base += i64::from(per);
+        }
+        SimSource { batches }
+    }
+
+    fn end(&self) -> i64 {
+        self.batches.last().map_or(0, |b| b.0 + i64::from(b.1))
+    }
+
+    /// A Fetch answer at `offset`, `max_bytes` at most (one batch at least).
+    fn fetch(&self, key: &PartKey, offset: i64, max_bytes: i32) -> FetchedPartition {
+        let mut blob = BytesMut::new();
+        for (base, n, bytes) in &self.batches {
+            if base + i64::from(*n) <= offset {
+                continue;
+            }
+            if !blob.is_empty() && blob.len() + bytes.len() > max_bytes as usize {
+                break;
+            }
+            blob.extend_from_slice(bytes);
+        }
+        FetchedPartition {
+            topic: key.0.clone(),
+            partition: key.1,
+            error_code: 0,
+            high_watermark: self.end(),
+            last_stable_offset: self.end(),
+            log_start_offset: 0,
+            aborted_transactions: Vec::new(),
+            records: blob.freeze(),
+        }
+    }
+
+    /// Records region -> (first offset, count), to recognise batches on the target.
+    fn regions(&self) -> HashMap<Bytes, (i64, i32)> {
+        self.batches
+            .iter()
+            .map(|(base, n, b)| {
+                let batch = RecordBatch::new(b.clone()).unwrap();
+                (batch.records_region(), (*base, *n))
+            })
+            .collect()
+    }
+}
+
+/// A batch appended on the target.
+#[derive(Debug, Clone)]
+struct Landed {
+    sequence: i32,
+    base: i64,
+    count: i32,
+    region: Bytes,
+}
+
+/// One target partition with the idempotent producer state Apache Kafka keeps.
+#[derive(Default)]
+struct SimTarget {
+    log: Vec<Landed>,
+    end: i64,
+    /// Every batch ever sent under a sequence: a resend must carry the same records.
+    sent: HashMap<i32, Bytes>,
+    /// Refuse every batch as out of order (the broker's producer state is elsewhere).
+    refuse: bool,
+}
+
+impl SimTarget {
+    fn next_sequence(&self) -> i32 {
+        self.log.last().map_or(0, |l| l.sequence + l.count)
+    }
+
+    /// Appends `batch` as a broker would: `(error code, base offset)`.
+    fn produce(&mut self, bytes: Bytes) -> (i16, i64) {
+        let batch = RecordBatch::new(bytes).unwrap();
+        assert_eq!(batch.producer_id(), PID);
+        let seq = batch.base_sequence();
+        let region = batch.records_region();
+        if let Some(was) = self.sent.get(&seq) {
+            assert_eq!(*was, region, "sequence {seq} resent with other records");
+        }
+        self.sent.insert(seq, region.clone());
+        if let Some(l) = self.log.iter().find(|l| l.sequence == seq) {
+            return (error_code::NONE, l.base); // a duplicate: the first offset again
+        }
+        if seq != self.next_sequence() || self.refuse {
+            return (error_code::OUT_OF_ORDER_SEQUENCE_NUMBER, -1);
+        }
+        let count = batch.records_count();
+        let base = self.end;
+        self.log.push(Landed {
+            sequence: seq,
+            base,
+            count,
+            region,
+        });
+        self.end += i64::from(count);
+        (error_code::NONE, base)
+    }
+}
+
+/// Leaders and connections, changed by the tests at will.
+#[derive(Default)]
+struct SimTopology {
+    source_leaders: HashMap<PartKey, i32>,
+    target_connection: HashMap<i32, u64>,
+    unknown_target: bool,
+}
+
+impl Topology for SimTopology {
+    fn source_leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
+        let k: PartKey = (Arc::from(topic), partition);
+        Some((*self.source_leaders.get(&k).unwrap_or(&1), 0))
+    }
+    fn source_topic_id(&self, _topic: &str) -> Option<[u8; 16]> {
+        None
+    }
+    fn source_connected(&self, _node: i32) -> bool {
+        true
+    }
+    fn target_leader(&self, _topic: &str, partition: i32) -> Option<i32> {
+        (!self.unknown_target).then_some(100 + partition % 2)
+    }
+    fn target_connection(&self, node: i32) -> Option<u64> {
+        Some(*self.target_connection.get(&node).unwrap_or(&1))
+    }
+}
+
+/// A Produce request written, with the broker's answer once it applied it.
+struct Sent {
+    order: ProduceOrder,
+    applied: Option<Vec<ProducedPartition>>,
+    /// The connection broke: no answer will come.
+    broken: bool,
+}
+
+/// The data path between a simulated source and target.
+struct Sim {
+    path: DataPath,
+    topo: SimTopology,
+    now: Instant,
+    sources: BTreeMap<PartKey, SimSource>,
+    targets: BTreeMap<PartKey, SimTarget>,
+    fetches: Vec<FetchOrder>,
+    produces: VecDeque<Sent>,
+    /// Partitions taken up again after [`Event::Retake`].
+    retakes: usize,
+    /// Partitions to take up again once no request carrying them is awaited.
+    pending_retake: Vec<PartKey>,
+    /// Leader-dependent answers: `NOT_LEADER_OR_FOLLOWER` for partitions listed here.
+    not_leader: Vec<PartKey>,
+    buffer_bytes: usize,
+    fetch_max_bytes: i32,
+}
+
+fn key(t: &str, p: i32) -> PartKey {
+    (Arc::from(t), p)
+}
+
+impl Sim {
+    fn new(partitions: i32, batches: usize, per: i32, buffer_bytes: usize) -> Sim {
+        let fetch_max_bytes = 64 << 10;
+        let cfg = PathSettings {
+            flow: "a->b".into(),
+            source: "a".into(),
+            target: "b".into(),
+            buffer_bytes,
+            fetch_max_bytes,
+            fetch_max_wait: Duration::from_millis(500),
+            mirrored: false,
+        };
+        let mut sim = Sim {
+            path: DataPath::new(cfg, Arc::new(Observer::new())),
+            topo: SimTopology::default(),
+            now: Instant::now(),
+            sources: BTreeMap::new(),
+            targets: BTreeMap::new(),
+            fetches: Vec::new(),
+            produces: VecDeque::new(),
+            retakes: 0,
+            pending_retake: Vec::new(),
+            not_leader: Vec::new(),
+            buffer_bytes,
+            fetch_max_bytes,
+        };
+        for p in 0..partitions {
+            let k = key("t", p);
+            sim.sources
+                .insert(k.clone(), SimSource::new("t", p, batches, per));
+            sim.targets.insert(k.clone(), SimTarget::default());
+            sim.take_up(k);
+        }
+        sim
+    }
+
+    /// Takes a partition up from what its target holds (as the flow's take-up does).
+    fn take_up(&mut self, k: PartKey) {
+        let regions = self.sources[&k].regions();
+        let target = &self.targets[&k];
+        let mut map = OffsetMap::new(0, 0);
+        for l in &target.log {
+            let (first, count) = regions[&l.region];
+            map.record_batch(
+                &SourceOffsets::Contiguous {
+                    first,
+                    count: i64::from(count),
+                },
+                l.base,
+            )
+            .unwrap();
+        }
+        let writer = Writer {
+            producer_id: PID,
+            producer_epoch: 0,
+            next_sequence: target.next_sequence(),
+        };
+        let epoch = self.path.next_epoch();
+        let st = PartState::new(
+            PartStart {
+                topic: k.0.to_string(),
+                remote: format!("a.{}", k.0),
+                partition: k.1,
+                map,
+                writer,
+                flushed: true,
+                failed: None,
+                identical: false,
+                topic_id: None,
+                heartbeats: false,
+            },
+            epoch,
+        );
+        self.path.add(k, st);
+    }
+
+    /// Lets the data path write what it wants to.
+    fn poll(&mut self) {
+        self.path.handle_timeout(self.now);
+        self.fetches
+            .extend(self.path.poll_fetch(self.now, &self.topo));
+        while self.path.in_flight_len() < MAX_IN_FLIGHT {
+            let orders = self.path.poll_produce(&self.topo);
+            if orders.is_empty() {
+                break;
+            }
+            for order in orders {
+                self.path.handle_produce_sent(order.id, order.connection);
+                self.produces.push_back(Sent {
+                    order,
+                    applied: None,
+                    broken: false,
+                });
+            }
+        }
+        while let Some(e) = self.path.poll_event() {
+            match e {
+                Event::Retake { key, .. } => {
+                    self.retakes += 1;
+                    // Taken up once every request that may carry it is answered.
+                    if !self.path.awaits_answer(&key.0, key.1) {
+                        self.take_up(key);
+                    } else {
+                        self.path.replan();
+                        self.pending_retake.push(key);
+                    }
+                }
+                Event::LogStartWanted { .. }
+                | Event::BeyondEnd(_)
+                | Event::Recreated { .. }
+                | Event::Diverged { .. } => panic!("unexpected {e:?}"),
+                Event::RefreshTopics | Event::InvalidateSource(_) | Event::InvalidateTarget(_) => {}
+            }
+        }
+        let ready: Vec<PartKey> = self
+            .pending_retake
+            .iter()
+            .filter(|k| !self.path.awaits_answer(&k.0, k.1))
+            .cloned()
+            .collect();
+        self.pending_retake
+            .retain(|k| self.path.awaits_answer(&k.0, k.1));
+        for k in ready {
+            self.take_up(k);
+        }
+    }
+
+    /// The broker applies the oldest request not yet applied on connection `conn`.
+    fn apply_next(&mut self, conn: Option<u64>) {
+        let Some(sent) = self.produces.iter_mut().find(|s| {
+            s.applied.is_none() && !s.broken && conn.is_none_or(|c| s.order.connection == c)
+        }) else {
+            return;
+        };
+        let mut answers = Vec::new();
+        for t in &sent.order.topics {
+            for p in &t.partitions {
+                let k = key(t.name.trim_start_matches("a."), p.partition);
+                let (code, base) = if self.not_leader.contains(&k) {
+                    (error_code::NOT_LEADER_OR_FOLLOWER, -1)
+                } else {
+                    self.targets
+                        .get_mut(&k)
+                        .unwrap()
+                        .produce(p.batch.to_bytes())
+                };
+                answers.push(ProducedPartition {
+                    topic: t.name.clone(),
+                    partition: p.partition,
+                    error_code: code,
+                    base_offset: base,
+                    log_append_time_ms: -1,
+                    log_start_offset: 0,
+                    error_message: None,
+                });
+            }
+        }
+        sent.applied = Some(answers);
+    }
+
+    /// The shell takes in the oldest Produce answer (applied first if the broker had not yet);
+    /// a broken connection's request fails, applied or not.
+    fn answer_produce(&mut self) -> bool {
+        let Some(front) = self.produces.front() else {
+            return false;
+        };
+        if front.applied.is_none() && !front.broken {
+            // Per-connection order: what was written before it on its connection goes first.
+            let conn = front.order.connection;
+            while self
+                .produces
+                .front()
+                .is_some_and(|f| f.applied.is_none() && !f.broken)
+            {
+                self.apply_next(Some(conn));
+            }
+        }
+        let Some(sent) = self.produces.pop_front() else {
+            return false;
+        };
+        let answer = match sent.applied {
+            Some(a) if !sent.broken => Ok(a),
+            _ => Err("connection closed".to_string()),
+        };
+        self.path.handle_produce(sent.order.id, answer);
+        true
+    }
+
+    /// The target connection to `node` breaks: requests on it get no answer (those the broker
+    /// applied stay applied), and the next requests go on a new connection.
+    fn reconnect(&mut self, node: i32) {
+        let old = *self.topo.target_connection.get(&node).unwrap_or(&1);
+        for s in self.produces.iter_mut() {
+            if s.order.connection == old {
+                s.broken = true;
+            }
+        }
+        self.topo.target_connection.insert(node, old + 1);
+    }
+
+    /// Answers the outstanding Fetch at `i` from the simulated source.
+    fn answer_fetch(&mut self, i: usize) -> bool {
+        if self.fetches.is_empty() {
+            return false;
+        }
+        let order = self.fetches.remove(i % self.fetches.len());
+        let parts = order
+            .specs
+            .iter()
+            .map(|s| {
+                let k = (s.topic.clone(), s.partition);
+                self.sources[&k].fetch(&k, s.offset, s.max_bytes)
+            })
+            .collect();
+        self.path.handle_fetch(self.now, order.id, Ok(parts));
+        true
+    }
+
+    fn queued_bytes(&self) -> usize {
+        self.path.parts.values().map(|p| p.queued_bytes).sum()
+    }
+
+    /// What every guarantee requires after every step.
+    fn check(&self) {
+        for (k, source) in &self.sources {
+            let regions = source.regions();
+            let target = &self.targets[k];
+            // Exactly once and in order: the target holds a prefix of the source, batch by batch.
+            let mut next = 0i64;
+            for l in &target.log {
+                let (first, count) = regions[&l.region];
+                assert_eq!(
+                    first, next,
+                    "{k:?}: target holds source offset {first} after {next}"
+                );
+                next += i64::from(count);
+            }
+            // Progress never passes what the target holds.
+            if let Some(st) = self.path.parts.get(k) {
+                assert!(
+                    st.map.source_next() <= next,
+                    "{k:?}: acknowledged {} > landed {next}",
+                    st.map.source_next()
+                );
+                assert!(st.map.target_next() <= target.end);
+                assert!(st.in_flight <= MAX_IN_FLIGHT);
+            }
+        }
+        // The buffer bound: fetching pauses at `buffer_bytes`; one answer per source leader
+        // can land on top.
+        let leaders = 2;
+        assert!(
+            self.queued_bytes() <= self.buffer_bytes + leaders * self.fetch_max_bytes as usize,
+            "queued {} over the bound",
+            self.queued_bytes()
+        );
+    }
+
+    /// Runs without faults until nothing moves; returns whether every partition is complete.
+    fn settle(&mut self) -> bool {
+        self.not_leader.clear();
+        for _ in 0..10_000 {
+            self.now += Duration::from_millis(250);
+            self.poll();
+            if !self.answer_produce() {
+                self.answer_fetch(0);
+            }
+            self.check();
+            if self.produces.is_empty() && self.pending_retake.is_empty() && self.complete() {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn complete(&self) -> bool {
+        self.sources.iter().all(|(k, s)| {
+            self.targets[k]
+                .log
+                .iter()
+                .map(|l| i64::from(l.count))
+                .sum::<i64>()
+                == s.end()
+                && self
+                    .path
+                    .parts
+                    .get(k)
+                    .is_some_and(|st| st.map.source_next() == s.end())
+        })
+    }
+}
+
+#[test]
+fn copies_every_partition_exactly_once_without_faults() {
+    let mut sim = Sim::new(4, 30, 10, 1 << 20);
+    assert!(sim.settle());
+    assert_eq!(sim.retakes, 0);
+    for t in sim.targets.values() {
+        assert_eq!(t.end, 300);
+    }
+}
+
+#[test]
+fn a_request_that_is_not_full_is_held_while_two_are_in_flight() {
+    // Partitions 0 and 2 share target leader 100; 1 and 3 share 101.
+    let mut sim = Sim::new(4, 5, 10, 1 << 20);
+    sim.poll();
+    while sim.answer_fetch(0) {}
+    sim.poll();
+    // One request per leader at once (the pipeline was idle), then more only while fewer
+    // than HOLD_BELOW_IN_FLIGHT are in flight, or when full.
+    let first = sim.produces.len();
+    assert!(first >= 2, "{first}");
+    let leaders: Vec<i32> = sim.produces.iter().map(|s| s.order.leader).collect();
+    assert!(
+        leaders.contains(&100) && leaders.contains(&101),
+        "{leaders:?}"
+    );
+    let n_before = sim.path.in_flight_len();
+    assert!(n_before >= HOLD_BELOW_IN_FLIGHT);
+    // Small batches, every partition of a leader carried: full as it can be, so more go
+    // until a partition has MAX_IN_FLIGHT batches out or its queue is sent.
+    for s in &sim.produces {
+        let parts: usize = s.order.topics.iter().map(|t| t.partitions.len()).sum();
+        assert_eq!(
+            parts, 2,
+            "each request carries both partitions of its leader"
+        );
+    }
+    // Now a request carrying fewer partitions than its leader has active is held.
+    let mut held = Sim::new(2, 5, 10, 1 << 20);
+    held.topo.source_leaders.insert(key("t", 1), 2);
+    held.poll();
+    held.answer_fetch(0); // only one partition's batches arrive
+    held.poll();
+    let sent = held.path.in_flight_len();
+    assert!(sent >= 1);
+    assert!(held
+        .produces
+        .iter()
+        .all(|s| s.order.topics[0].partitions.len() == 1));
+}
+
+#[test]
+fn a_partition_waits_for_its_batches_on_a_broken_connection() {
+    let mut sim = Sim::new(1, 10, 10, 1 << 20);
+    sim.poll();
+    sim.answer_fetch(0);
+    sim.poll();
+    let out = sim.path.in_flight_len();
+    assert!(out >= 2, "pipelined: {out}");
+    let conn = sim.produces[0].order.connection;
+    // The connection breaks; the next request would go on another connection, but the
+    // partition's batches are still out on the old one: nothing more is sent for it.
+    sim.reconnect(100);
+    sim.poll();
+    assert_eq!(sim.path.in_flight_len(), out);
+    assert!(sim.produces.iter().all(|s| s.order.connection == conn));
+    // Their answers fail: the partition is taken up again from what landed, and completes.
+    assert!(sim.settle());
+    assert!(sim.retakes >= 1);
+    sim.check();
+}
+
+#[test]
+fn a_retriable_error_rewinds_and_stale_answers_are_ignored() {
+    let mut sim = Sim::new(1, 10, 10, 1 << 20);
+    sim.poll();
+    sim.answer_fetch(0);
+    sim.poll();
+    assert!(sim.path.in_flight_len() >= 2);
+    let k = key("t", 0);
+    // The first request is refused (leader moved); the ones after it land or are refused as
+    // out of order, but their answers come from before the rewind and are ignored.
+    sim.not_leader.push(k.clone());
+    sim.apply_next(None);
+    sim.not_leader.clear();
+    let epoch = sim.path.parts[&k].epoch;
+    assert!(sim.answer_produce());
+    assert_eq!(sim.path.parts[&k].epoch, epoch + 1, "rewound");
+    assert_eq!(sim.path.parts[&k].in_flight, 0);
+    let acked = sim.path.parts[&k].map.source_next();
+    while sim.answer_produce() {}
+    assert_eq!(
+        sim.path.parts[&k].map.source_next(),
+        acked,
+        "stale answers applied nothing"
+    );
+    // Resent with the same sequences (SimTarget asserts it), the partition completes.
+    assert!(sim.settle());
+    assert_eq!(sim.retakes, 0);
+}
+
+#[test]
+fn out_of_order_sequences_resend_from_the_oldest_then_take_the_partition_up_again() {
+    let mut sim = Sim::new(1, 10, 10, 1 << 20);
+    sim.poll();
+    sim.answer_fetch(0);
+    sim.poll();
+    let k = key("t", 0);
+    // The broker lost the first batch (its request broke before it was applied), then
+    // receives the second: out of order.
+    let first = sim.produces.pop_front().unwrap();
+    sim.path.handle_produce(first.order.id, Err("lost".into()));
+    // The lost request makes the partition be read back: a Retake.
+    sim.poll();
+    assert_eq!(sim.retakes, 1);
+    assert!(!sim.path.parts.contains_key(&k) || sim.path.parts[&k].records == 0);
+    assert!(sim.settle());
+    // A refusal the broker keeps repeating: resent from the oldest up to the limit, then
+    // taken up again.
+    let mut sim = Sim::new(1, 3, 10, 1 << 20);
+    sim.targets.get_mut(&k).unwrap().refuse = true;
+    sim.poll();
+    sim.answer_fetch(0);
+    for _ in 0..=super::outcome::MAX_SEQUENCE_RETRIES {
+        sim.poll();
+        while sim.answer_produce() {}
+        assert_eq!(sim.targets[&k].end, 0);
+    }
+    sim.poll();
+    assert_eq!(sim.retakes, 1, "taken up again after repeated refusals");
+    sim.targets.get_mut(&k).unwrap().refuse = false;
+    assert!(sim.settle());
+}
+
+#[test]
+fn a_stale_fetch_answer_after_a_leader_move_is_ignored() {
+    let mut sim = Sim::new(1, 10, 10, 1 << 20);
+    let k = key("t", 0);
+    sim.poll();
+    assert_eq!(sim.fetches.len(), 1);
+    assert_eq!(sim.fetches[0].leader, 1);
+    // The leader moves: the next plan asks the new leader for the same offset.
+    sim.topo.source_leaders.insert(k.clone(), 2);
+    sim.path.replan();
+    sim.poll();
+    assert_eq!(sim.fetches.len(), 2);
+    assert!(sim.answer_fetch(1)); // the new leader answers first
+    let queued = sim.path.parts[&k].queue.len();
+    assert!(queued > 0);
+    assert!(sim.answer_fetch(0)); // the old leader's answer is for an offset no longer next
+    assert_eq!(
+        sim.path.parts[&k].queue.len(),
+        queued,
+        "nothing planned twice"
+    );
+    assert!(sim.settle());
+}
+
+#[test]
+fn fetching_pauses_while_the_buffer_is_full() {
+    let buffer = 1 << 20;
+    let mut sim = Sim::new(2, 400, 200, buffer);
+    sim.topo.unknown_target = true; // nothing can be written: the buffer fills
+    for _ in 0..200 {
+        sim.now += Duration::from_millis(10);
+        sim.poll();
+        sim.answer_fetch(0);
+        sim.check();
+    }
+    assert!(
+        sim.queued_bytes() >= buffer,
+        "filled: {}",
+        sim.queued_bytes()
+    );
+    sim.poll();
+    assert!(sim.fetches.is_empty(), "no Fetch while the buffer is full");
+    assert!(!sim.path.take_missing().target_partitions.is_empty());
+    sim.topo.unknown_target = false;
+    assert!(sim.settle());
+}
+
+#[test]
+fn a_failed_fetch_backs_off_then_fetches_again() {
+    let mut sim = Sim::new(1, 3, 10, 1 << 20);
+    sim.poll();
+    let order = sim.fetches.remove(0);
+    sim.path
+        .handle_fetch(sim.now, order.id, Err("reset".into()));
+    sim.poll();
+    assert!(sim.fetches.is_empty(), "backing off");
+    let due = sim.path.poll_timeout().unwrap();
+    assert_eq!(due, sim.now + FETCH_BACKOFF);
+    sim.now = due;
+    sim.poll();
+    assert_eq!(sim.fetches.len(), 1);
+}
+
+/// One step of a random interleaving.
+#[derive(Debug, Clone)]
+enum Step {
+    Poll,
+    AnswerFetch(usize),
+    FailFetch(usize),
+    AnswerProduce,
+    ApplyOnly,
+    LoseAnswer,
+    NotLeader(i32),
+    Reconnect(i32),
+    MoveSourceLeader(i32),
+    Tick(u64),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => Just(Step::Poll),
+        5 => (0..4usize).prop_map(Step::AnswerFetch),
+        1 => (0..4usize).prop_map(Step::FailFetch),
+        6 => Just(Step::AnswerProduce),
+        2 => Just(Step::ApplyOnly),
+        1 => Just(Step::LoseAnswer),
+        1 => (0..3i32).prop_map(Step::NotLeader),
+        1 => (100..102i32).prop_map(Step::Reconnect),
+        1 => (0..3i32).prop_map(Step::MoveSourceLeader),
+        1 => (0..500u64).prop_map(Step::Tick),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Whatever the order of answers, errors, lost answers, leader moves and reconnections:
+    /// the target never holds a source record twice or out of order, progress never passes
+    /// what the target holds, a resend reuses its sequence numbers with the same records, the
+    /// buffer bound holds; and once the faults stop, every record arrives.
+    #[test]
+    fn random_interleavings_keep_every_guarantee(steps in proptest::collection::vec(step(), 1..400)) {
+        let mut sim = Sim::new(3, 12, 7, 256 << 10);
+        for s in steps {
+            match s {
+                Step::Poll => sim.poll(),
+                Step::AnswerFetch(i) => { sim.answer_fetch(i); }
+                Step::FailFetch(i) => {
+                    if !sim.fetches.is_empty() {
+                        let o = sim.fetches.remove(i % sim.fetches.len());
+                        sim.path.handle_fetch(sim.now, o.id, Err("reset".into()));
+                    }
+                }
+                Step::AnswerProduce => { sim.answer_produce(); }
+                Step::ApplyOnly => sim.apply_next(None),
+                Step::LoseAnswer => {
+                    // The broker may have applied it; the answer never comes.
+                    if let Some(f) = sim.produces.front_mut() { f.broken = true; }
+                    sim.answer_produce();
+                }
+                Step::NotLeader(p) => {
+                    let k = key("t", p);
+                    if sim.not_leader.contains(&k) { sim.not_leader.clear() } else { sim.not_leader.push(k) }
+                }
+                Step::Reconnect(node) => sim.reconnect(node),
+                Step::MoveSourceLeader(p) => {
+                    let k = key("t", p);
+                    let now = *sim.topo.source_leaders.get(&k).unwrap_or(&1);
+                    sim.topo.source_leaders.insert(k, 3 - now);
+                    sim.path.replan();
+                }
+                Step::Tick(ms) => sim.now += Duration::from_millis(ms),
+            }
+            sim.check();
+        }
+        // Faults stop: everything arrives, unless a partition stopped (too many failures in
+        // a row), which must then say so.
+        let done = sim.settle();
+        let stopped = sim.path.parts.values().any(|st| st.failed.is_some());
+        prop_assert!(done || stopped, "not complete and nothing stopped");
+    }
+}
