@@ -107,6 +107,8 @@ pub struct Flow {
     ),
     /// Whether a lookup of leaders and connections is running.
     looking_up: bool,
+    /// Whether a background write of progress records, of offset syncs, is out.
+    writing: (bool, bool),
     stored_progress: HashMap<String, Stored>,
     /// Partitions dropped to be taken up again and not yet back: topics are refreshed every
     /// [`RESYNC_DELAY`] until they are.
@@ -164,6 +166,11 @@ enum Background {
         key: PartKey,
         at: i64,
         start: std::result::Result<i64, String>,
+    },
+    /// A write of progress records or offset syncs landed or failed.
+    Written {
+        what: progress_out::Written,
+        result: std::result::Result<(), String>,
     },
 }
 
@@ -281,6 +288,7 @@ impl Flow {
             fetch_sessions: HashMap::new(),
             background: mpsc::unbounded_channel(),
             looking_up: false,
+            writing: (false, false),
             stored_progress: HashMap::new(),
             retake: Default::default(),
             producer: None,
@@ -445,7 +453,7 @@ impl Flow {
                 Wake::Background(b) => self.take_background(b),
                 Wake::Time => {}
             }
-            self.control_after_round().await;
+            self.control_after_round();
         }
         self.publish_status();
         // Stop: answers to requests in flight are awaited and applied; queued batches are
@@ -533,28 +541,19 @@ impl Flow {
     }
 
     /// The control plane's work after an answer: progress records, offset syncs, status.
-    async fn control_after_round(&mut self) {
-        let name = self.name();
+    fn control_after_round(&mut self) {
         let now = Instant::now();
+        // Progress records and offset syncs are written beside the data path.
         if self.timers.get(Due::Flush).is_some_and(|at| at <= now) {
-            if let Err(e) = self.flush_progress().await {
-                tracing::warn!(flow = %name, "progress write failed: {e}");
-                self.obs.error(&name, "progress");
-            }
-            self.timers
-                .set(Due::Flush, Instant::now() + Duration::from_secs(1));
+            self.start_flush_progress();
+            self.timers.set(Due::Flush, now + Duration::from_secs(1));
         }
         if self.timers.get(Due::OffsetSync).is_some_and(|at| at <= now) {
             if self.cfg.emit_offset_syncs && self.mm2_records() && self.may_write() {
-                if let Err(e) = self.offset_syncs().await {
-                    tracing::warn!(flow = %name, "offset syncs failed: {e}");
-                    self.obs.error(&name, "offset_sync");
-                }
+                self.start_offset_syncs();
             }
-            self.timers.set(
-                Due::OffsetSync,
-                Instant::now() + self.cfg.offset_sync_interval,
-            );
+            self.timers
+                .set(Due::OffsetSync, now + self.cfg.offset_sync_interval);
         }
         // The status copies every partition's state: at most every STATUS_EVERY, not every
         // round (a round can be a few hundred microseconds).
@@ -741,6 +740,7 @@ impl Flow {
                 self.path.replan();
             }
             Background::LogStart { key, at, start } => self.path.handle_log_start(&key, at, start),
+            Background::Written { what, result } => self.take_written(what, result),
         }
     }
 
