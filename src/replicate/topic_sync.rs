@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::filter::{topic_should_replicate, NameFilter};
 use crate::naming::ReplicationPolicy;
 use crate::observe::Observer;
+use crate::protocol::error_code;
 
 /// Topic configs MirrorMaker 2 never syncs by default (`DefaultConfigPropertyFilter`'s
 /// `config.properties.exclude`); strait does not sync them either.
@@ -242,7 +243,7 @@ impl TopicSync {
         for t in meta
             .topics
             .iter()
-            .filter(|t| t.error_code == 0 && !t.is_internal)
+            .filter(|t| t.error_code == error_code::NONE && !t.is_internal)
         {
             if !self.replicates(&filter, &t.name) {
                 continue;
