@@ -19,6 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kafka_protocol::messages::ApiKey;
 use tokio::sync::watch;
 
 use super::flow::{EFFECTIVE_CONFIGS, REPLICABLE_CONFIGS};
@@ -28,7 +29,7 @@ use crate::assignment::WorkItem;
 use crate::client::admin::acl;
 use crate::client::{AclBinding, Cluster, ConfigOp};
 use crate::config::{FlowConfig, FlowMode, NamingPolicy};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::filter::{topic_should_replicate, NameFilter};
 use crate::naming::ReplicationPolicy;
 use crate::observe::Observer;
@@ -126,8 +127,8 @@ pub struct TopicSync {
     policy: ReplicationPolicy,
     ownership: Option<Arc<Ownership>>,
     obs: Arc<Observer>,
-    /// Clusters already reported to have no authorizer (reported once).
-    no_authorizer: BTreeSet<String>,
+    /// What was reported once: a cluster without an authorizer, or without an API.
+    reported: BTreeSet<String>,
 }
 
 impl TopicSync {
@@ -156,7 +157,7 @@ impl TopicSync {
             policy,
             ownership,
             obs,
-            no_authorizer: BTreeSet::new(),
+            reported: BTreeSet::new(),
         })
     }
 
@@ -237,6 +238,18 @@ impl TopicSync {
     /// One config pass over the replicated topics whose remote topic exists; a topic that
     /// fails is logged and the others go on. Returns how many topics were changed.
     async fn sync_configs(&mut self) -> Result<usize> {
+        if let Err(e) = self
+            .target
+            .negotiated(ApiKey::IncrementalAlterConfigs)
+            .await
+        {
+            let target = self.target.name().to_string();
+            return if self.unsupported(&target, "IncrementalAlterConfigs", &e) {
+                Ok(0)
+            } else {
+                Err(e)
+            };
+        }
         let filter = self.topic_filter().await?;
         let meta = self.source.metadata(None).await?;
         let mut changed = 0;
@@ -285,10 +298,30 @@ impl TopicSync {
         Ok(true)
     }
 
-    /// The topic ACLs of `cluster`, or `None` (reported once) when it has no authorizer.
+    /// Whether `e` says `cluster` does not offer the API `what`; reported once.
+    fn unsupported(&mut self, cluster: &str, what: &str, e: &Error) -> bool {
+        if !matches!(e.kind, ErrorKind::UnsupportedVersion { .. }) {
+            return false;
+        }
+        if self.reported.insert(format!("{cluster}|{what}")) {
+            tracing::warn!(flow = %self.name(), %cluster, "the cluster does not offer {what}, so this is not synced: {e}");
+        }
+        true
+    }
+
+    /// The topic ACLs of `cluster`, or `None` (reported once) when it has no authorizer or
+    /// does not offer DescribeAcls.
     async fn topic_acls(&mut self, cluster: &Cluster) -> Result<Option<Vec<AclBinding>>> {
-        let acls = cluster.describe_topic_acls().await?;
-        if acls.is_none() && self.no_authorizer.insert(cluster.name().to_string()) {
+        let acls = match cluster.describe_topic_acls().await {
+            Ok(acls) => acls,
+            Err(e) if self.unsupported(cluster.name(), "DescribeAcls", &e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if acls.is_none()
+            && self
+                .reported
+                .insert(format!("{}|authorizer", cluster.name()))
+        {
             tracing::info!(flow = %self.name(), cluster = %cluster.name(), "the cluster has no authorizer: no topic ACLs to sync (set sync_topic_acls = false to stop asking)");
         }
         Ok(acls)
