@@ -149,7 +149,8 @@ impl Cluster {
         self.cache.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn ctx(&self, e: Error) -> Error {
+    /// `e` naming this cluster.
+    pub(crate) fn ctx(&self, e: Error) -> Error {
         e.cluster(&self.config.name)
     }
 
@@ -382,7 +383,7 @@ impl Cluster {
     }
 
     /// Where topic admin requests go: the controller, when metadata named one.
-    fn controller_route(&self) -> Route {
+    pub(crate) fn controller_route(&self) -> Route {
         let controller = self.read_cache().controller_id;
         if controller >= 0 {
             Route::Node(controller)

@@ -129,6 +129,8 @@ fn toml_name(field: &'static str) -> &'static str {
         "heartbeat_interval" => "heartbeat_interval_secs",
         "offset_sync_interval" => "offset_sync_interval_secs",
         "sync_group_offsets_interval" => "sync_group_offsets_interval_secs",
+        "sync_topic_configs_interval" => "sync_topic_configs_interval_secs",
+        "sync_topic_acls_interval" => "sync_topic_acls_interval_secs",
         "fetch_max_wait" => "fetch_max_wait_ms",
         "consumer_offset_sync_interval" => "consumer_offset_sync_interval_ms",
         other => other,
@@ -148,10 +150,14 @@ fn mm2_name(field: &'static str) -> &'static str {
         "checkpoint_interval" => "emit.checkpoints.interval.seconds",
         "heartbeat_interval" => "emit.heartbeats.interval.seconds",
         "sync_group_offsets_interval" => "sync.group.offsets.interval.seconds",
+        "sync_topic_configs_interval" => "sync.topic.configs.interval.seconds",
+        "sync_topic_acls_interval" => "sync.topic.acls.interval.seconds",
         "emit_heartbeats" => "emit.heartbeats.enabled",
         "emit_checkpoints" => "emit.checkpoints.enabled",
         "emit_offset_syncs" => "emit.offset-syncs.enabled",
         "sync_group_offsets" => "sync.group.offsets.enabled",
+        "sync_topic_configs" => "sync.topic.configs.enabled",
+        "sync_topic_acls" => "sync.topic.acls.enabled",
         other => other,
     }
 }

@@ -295,7 +295,7 @@ fn mm2_flow_durations(
     flow: &mut FlowConfig,
     prov: &mut FlowProv,
 ) -> Result<(), ConfigError> {
-    let durations: [(&'static str, &str); 5] = [
+    let durations: [(&'static str, &str); 7] = [
         ("refresh_topics_interval", "refresh.topics.interval.seconds"),
         ("refresh_groups_interval", "refresh.groups.interval.seconds"),
         ("checkpoint_interval", "emit.checkpoints.interval.seconds"),
@@ -303,6 +303,14 @@ fn mm2_flow_durations(
         (
             "sync_group_offsets_interval",
             "sync.group.offsets.interval.seconds",
+        ),
+        (
+            "sync_topic_configs_interval",
+            "sync.topic.configs.interval.seconds",
+        ),
+        (
+            "sync_topic_acls_interval",
+            "sync.topic.acls.interval.seconds",
         ),
     ];
     for (field, name) in durations {
@@ -324,11 +332,13 @@ fn mm2_flow_bools(
     flow: &mut FlowConfig,
     prov: &mut FlowProv,
 ) -> Result<(), ConfigError> {
-    let bools: [(&'static str, &str); 4] = [
+    let bools: [(&'static str, &str); 6] = [
         ("emit_heartbeats", "emit.heartbeats.enabled"),
         ("emit_checkpoints", "emit.checkpoints.enabled"),
         ("emit_offset_syncs", "emit.offset-syncs.enabled"),
         ("sync_group_offsets", "sync.group.offsets.enabled"),
+        ("sync_topic_configs", "sync.topic.configs.enabled"),
+        ("sync_topic_acls", "sync.topic.acls.enabled"),
     ];
     for (field, name) in bools {
         if let Some((value, at)) = lookup(name) {
@@ -495,6 +505,10 @@ mod tests {
              a->b.groups.exclude = new.*\n\
              b->a.topics.blacklist = t1\n\
              topics.exclude = t2\n\
+             a->b.sync.topic.configs.enabled = false\n\
+             sync.topic.configs.interval.seconds = 20\n\
+             b->a.sync.topic.acls.enabled = false\n\
+             sync.topic.acls.interval.seconds = 40\n\
              a->b.enabled = true\n\
              b->a.enabled = true\n",
         );
@@ -511,6 +525,10 @@ mod tests {
         assert_eq!(ba.groups_exclude, vec!["old.*"]);
         // As in MM2, `topics.exclude` (here global) beats the deprecated alias (here per flow).
         assert_eq!(ba.topics_exclude, vec!["t2"]);
+        assert!(!ab.sync_topic_configs && ba.sync_topic_configs);
+        assert!(ab.sync_topic_acls && !ba.sync_topic_acls);
+        assert_eq!(ab.sync_topic_configs_interval, Duration::from_secs(20));
+        assert_eq!(ba.sync_topic_acls_interval, Duration::from_secs(40));
         assert!(c.unsupported.is_empty(), "{:?}", c.unsupported);
     }
 

@@ -27,6 +27,10 @@ pub(super) const MM2_FLOW_KEYS: &[&str] = &[
     "emit.offset-syncs.enabled",
     "sync.group.offsets.enabled",
     "sync.group.offsets.interval.seconds",
+    "sync.topic.configs.enabled",
+    "sync.topic.configs.interval.seconds",
+    "sync.topic.acls.enabled",
+    "sync.topic.acls.interval.seconds",
     "replication.factor",
 ];
 
@@ -72,18 +76,13 @@ const KEY_REASONS: &[(&[&str], &str)] = &[
         "strait does not split work into Kafka Connect tasks; every flow runs in this process",
     ),
     (
-        &["sync.topic.acls.enabled", "sync.topic.acls.interval.seconds"],
-        "topic ACLs are not synchronized",
-    ),
-    (
         &[
-            "sync.topic.configs.enabled",
-            "sync.topic.configs.interval.seconds",
             "config.property.filter.class",
             "config.properties.exclude",
             "config.properties.blacklist",
+            "use.defaults.from",
         ],
-        "topic configurations are not synchronized",
+        "strait syncs the topic configs it copies at creation, with MirrorMaker 2's default exclusions; other filters are not supported",
     ),
     (
         &["refresh.topics.enabled"],
@@ -311,7 +310,7 @@ mod tests {
         let c = mm2_with(
             "tasks.max = 4\n\
              a.ssl.cipher.suites = X\n\
-             sync.topic.acls.enabled = false\n\
+             config.properties.exclude = x\n\
              a->b.enabled = true\n\
              a->b.producer.compression.type = zstd\n\
              config.storage.replication.factor = 1\n\
@@ -334,7 +333,7 @@ mod tests {
             vec![
                 "tasks.max",
                 "a.ssl.cipher.suites",
-                "sync.topic.acls.enabled",
+                "config.properties.exclude",
                 "a->b.producer.compression.type",
                 "config.storage.replication.factor",
                 "c.bootstrap.servers",

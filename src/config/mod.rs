@@ -411,6 +411,16 @@ pub struct FlowConfig {
     pub sync_group_offsets: bool,
     /// How often to sync group offsets (default 60 s).
     pub sync_group_offsets_interval: Duration,
+    /// Replicate flows: keep remote topics' configs in step with their source topics while
+    /// running (default true; MM2 `sync.topic.configs.enabled`).
+    pub sync_topic_configs: bool,
+    /// How often topic configs are synced (default 600 s).
+    pub sync_topic_configs_interval: Duration,
+    /// Replicate flows: copy source topics' ACLs to their remote topics while running, as
+    /// MirrorMaker 2 does (default true; MM2 `sync.topic.acls.enabled`).
+    pub sync_topic_acls: bool,
+    /// How often topic ACLs are synced (default 600 s).
+    pub sync_topic_acls_interval: Duration,
     /// Memory bound of this flow's data path in bytes (default 8 MiB).
     pub buffer_bytes: usize,
     /// Largest fetch response in bytes (default 1 MiB; raise it with `buffer_bytes` on
@@ -452,6 +462,10 @@ impl FlowConfig {
             emit_offset_syncs: true,
             sync_group_offsets: false,
             sync_group_offsets_interval: Duration::from_secs(60),
+            sync_topic_configs: true,
+            sync_topic_configs_interval: Duration::from_secs(600),
+            sync_topic_acls: true,
+            sync_topic_acls_interval: Duration::from_secs(600),
             buffer_bytes: 8 * MIB,
             fetch_max_bytes: 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),
@@ -481,6 +495,8 @@ impl FlowConfig {
             "heartbeat_interval" => &mut self.heartbeat_interval,
             "offset_sync_interval" => &mut self.offset_sync_interval,
             "sync_group_offsets_interval" => &mut self.sync_group_offsets_interval,
+            "sync_topic_configs_interval" => &mut self.sync_topic_configs_interval,
+            "sync_topic_acls_interval" => &mut self.sync_topic_acls_interval,
             "fetch_max_wait" => &mut self.fetch_max_wait,
             "consumer_offset_sync_interval" => &mut self.consumer_offset_sync_interval,
             _ => return None,
@@ -488,7 +504,7 @@ impl FlowConfig {
     }
 
     /// Every duration with its field name.
-    fn durations(&self) -> [(&'static str, Duration); 8] {
+    fn durations(&self) -> [(&'static str, Duration); 10] {
         [
             ("refresh_topics_interval", self.refresh_topics_interval),
             ("refresh_groups_interval", self.refresh_groups_interval),
@@ -499,6 +515,11 @@ impl FlowConfig {
                 "sync_group_offsets_interval",
                 self.sync_group_offsets_interval,
             ),
+            (
+                "sync_topic_configs_interval",
+                self.sync_topic_configs_interval,
+            ),
+            ("sync_topic_acls_interval", self.sync_topic_acls_interval),
             ("fetch_max_wait", self.fetch_max_wait),
             (
                 "consumer_offset_sync_interval",
@@ -515,6 +536,8 @@ impl FlowConfig {
             "emit_checkpoints" => &mut self.emit_checkpoints,
             "emit_offset_syncs" => &mut self.emit_offset_syncs,
             "sync_group_offsets" => &mut self.sync_group_offsets,
+            "sync_topic_configs" => &mut self.sync_topic_configs,
+            "sync_topic_acls" => &mut self.sync_topic_acls,
             "consumer_offset_sync" => &mut self.consumer_offset_sync,
             _ => return None,
         })

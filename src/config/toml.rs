@@ -86,6 +86,16 @@ const MM2_TO_TOML: &[(&str, &str)] = &[
         "sync.group.offsets.interval.seconds",
         "sync_group_offsets_interval_secs",
     ),
+    ("sync.topic.configs.enabled", "sync_topic_configs"),
+    (
+        "sync.topic.configs.interval.seconds",
+        "sync_topic_configs_interval_secs",
+    ),
+    ("sync.topic.acls.enabled", "sync_topic_acls"),
+    (
+        "sync.topic.acls.interval.seconds",
+        "sync_topic_acls_interval_secs",
+    ),
 ];
 
 /// Parses strait's TOML format; `origin` names the file in errors.

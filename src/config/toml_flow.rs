@@ -21,6 +21,8 @@ const FLOW_DURATIONS: &[&str] = &[
     "heartbeat_interval",
     "offset_sync_interval",
     "sync_group_offsets_interval",
+    "sync_topic_configs_interval",
+    "sync_topic_acls_interval",
     "fetch_max_wait",
     "consumer_offset_sync_interval",
 ];
@@ -49,12 +51,18 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "offset_sync_interval_ms",
     "sync_group_offsets_interval_secs",
     "sync_group_offsets_interval_ms",
+    "sync_topic_configs_interval_secs",
+    "sync_topic_configs_interval_ms",
+    "sync_topic_acls_interval_secs",
+    "sync_topic_acls_interval_ms",
     "fetch_max_wait_secs",
     "fetch_max_wait_ms",
     "emit_heartbeats",
     "emit_checkpoints",
     "emit_offset_syncs",
     "sync_group_offsets",
+    "sync_topic_configs",
+    "sync_topic_acls",
     "buffer_bytes",
     "fetch_max_bytes",
     "link",
@@ -494,6 +502,9 @@ fetch_max_bytes = 1048576
 fetch_max_wait_ms = 100
 sync_group_offsets = true
 sync_group_offsets_interval_secs = 15
+sync_topic_configs = false
+sync_topic_configs_interval_ms = 1500
+sync_topic_acls_interval_secs = 30
 emit_heartbeats = false
 enabled = false
 [[flows]]
@@ -519,6 +530,9 @@ naming = "identity"
         assert_eq!(f.fetch_max_wait, Duration::from_millis(100));
         assert!(f.sync_group_offsets);
         assert_eq!(f.sync_group_offsets_interval, Duration::from_secs(15));
+        assert!(!f.sync_topic_configs && f.sync_topic_acls);
+        assert_eq!(f.sync_topic_configs_interval, Duration::from_millis(1500));
+        assert_eq!(f.sync_topic_acls_interval, Duration::from_secs(30));
         assert!(!f.emit_heartbeats);
         assert!(!f.enabled);
         // A mirror flow keeps topic names whatever [defaults] says.
@@ -527,6 +541,9 @@ naming = "identity"
         // An identity flow ignores a separator that only [defaults] sets.
         assert_eq!(g.naming, NamingPolicy::Identity);
         assert_eq!(g.refresh_topics_interval, Duration::from_secs(5));
+        assert!(g.sync_topic_configs && g.sync_topic_acls);
+        assert_eq!(g.sync_topic_configs_interval, Duration::from_secs(600));
+        assert_eq!(g.sync_topic_acls_interval, Duration::from_secs(600));
         assert_eq!(c.flow("b", "a"), Some(g));
         assert!(c.cluster("a").is_some());
     }

@@ -50,6 +50,9 @@ pub fn supported_versions(key: ApiKey) -> Option<Versions> {
         ApiKey::DescribeGroups => (1, 5),
         ApiKey::InitProducerId => (0, 5),
         ApiKey::CreatePartitions => (0, 3),
+        ApiKey::IncrementalAlterConfigs => (0, 1),
+        ApiKey::DescribeAcls => (1, 3),
+        ApiKey::CreateAcls => (1, 3),
         ApiKey::JoinGroup => (1, 9),
         ApiKey::SyncGroup => (1, 5),
         ApiKey::Heartbeat => (1, 4),
@@ -107,6 +110,8 @@ pub mod error_code {
     pub const TOPIC_ALREADY_EXISTS: i16 = 36;
     /// The API version is not supported.
     pub const UNSUPPORTED_VERSION: i16 = 35;
+    /// The cluster has no authorizer: ACL requests cannot be served.
+    pub const SECURITY_DISABLED: i16 = 54;
     /// The sequence number is out of order.
     pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
     /// The batch was already written (idempotent retry).

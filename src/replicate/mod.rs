@@ -19,6 +19,7 @@ pub mod path;
 pub mod progress;
 pub mod status;
 pub mod store;
+pub mod topic_sync;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -255,12 +256,26 @@ pub fn spawn(config: Config, shutdown: watch::Receiver<bool>) -> Result<Engine> 
                     .get(&flow.target)
                     .map(|c| c.replication_factor)
                     .unwrap_or(-1);
+                // Topic configs and ACLs: a control task beside the flow, ended with it.
+                let sync = topic_sync::TopicSync::new(
+                    flow.clone(),
+                    source.clone(),
+                    target.clone(),
+                    own.clone(),
+                    obs.clone(),
+                )
+                .map(|s| tokio::spawn(s.run(shutdown.clone())));
                 let mut f = flow::Flow::new(flow, source, target, reverse, rf, tx)
                     .with_observer(obs.clone());
                 if let Some(own) = &own {
                     f = f.with_ownership(own.clone());
                 }
-                f.run(shutdown).await
+                let result = f.run(shutdown).await;
+                if let Some(sync) = sync {
+                    sync.abort();
+                    let _ = sync.await;
+                }
+                result
             }
             .await;
             obs.stopped(&name, result.as_ref().err().map(|e| e.to_string()));

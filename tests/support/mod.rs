@@ -10,11 +10,13 @@
 //! - [`records`]: record-batch parsing and an independent batch builder (CRC via `crc`).
 //! - [`wire`]: Kafka framing helpers and an ApiVersions probe.
 //! - [`certs`]: test certificates generated at test time (CA, server, client, unrelated CA).
+//! - [`java`]: Java programs of `tests/java/`, compiled against Apache Kafka's jars and run.
 #![allow(dead_code, unused_imports)]
 
 pub mod broker;
 pub mod certs;
 pub mod data;
+pub mod java;
 pub mod kafka;
 pub mod leaders;
 pub mod proxy;
