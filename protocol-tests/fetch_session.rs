@@ -15,6 +15,7 @@ fn spec(topic: &str, partition: i32, offset: i64) -> FetchPartitionSpec {
         partition,
         offset,
         current_leader_epoch: 2,
+        last_fetched_epoch: -1,
         max_bytes: 65536,
     }
 }
@@ -142,4 +143,73 @@ fn v12_incremental_request_reads_back() {
     assert_eq!(req.forgotten_topics_data.len(), 1);
     assert_eq!(req.forgotten_topics_data[0].topic.0.as_str(), "u");
     assert_eq!(req.forgotten_topics_data[0].partitions, vec![3]);
+}
+
+/// KIP-320 at v12: the last fetched epoch goes on the wire, a change of it alone resends the
+/// partition in an incremental request, and a diverging epoch in the answer (partition tag 0,
+/// encoded here by the `kafka-protocol` crate) is read back with no records.
+#[test]
+fn v12_last_fetched_epoch_and_diverging_epoch() {
+    use kafka_protocol::messages::fetch_response::{
+        EpochEndOffset, FetchableTopicResponse, PartitionData,
+    };
+    use kafka_protocol::messages::{FetchResponse as KFetchResponse, TopicName};
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let mut s = FetchSession::new();
+    let mut p = spec("t", 0, 7);
+    p.last_fetched_epoch = 3;
+    s.request(std::slice::from_ref(&p), &LIMITS, 12);
+    s.on_response(&answer(42));
+    let unchanged = s.request(std::slice::from_ref(&p), &LIMITS, 12);
+    assert!(
+        unchanged.topics.is_empty(),
+        "nothing changed: nothing listed"
+    );
+    s.on_response(&answer(42));
+    p.last_fetched_epoch = 4;
+    let bytes = frame(12, &s.request(std::slice::from_ref(&p), &LIMITS, 12));
+    let mut body = Bytes::from(bytes[4..].to_vec());
+    RequestHeader::decode(&mut body, ApiKey::Fetch.request_header_version(12)).unwrap();
+    let req = FetchRequest::decode(&mut body, 12).unwrap();
+    assert_eq!(req.topics[0].partitions[0].last_fetched_epoch, 4);
+
+    let mut part = PartitionData::default();
+    part.partition_index = 0;
+    part.high_watermark = 130;
+    part.last_stable_offset = 130;
+    part.log_start_offset = 0;
+    part.diverging_epoch = EpochEndOffset::default().with_epoch(3).with_end_offset(60);
+    let mut topic = FetchableTopicResponse::default();
+    topic.topic = TopicName(StrBytes::from_static_str("t"));
+    topic.partitions.push(part);
+    let mut resp = KFetchResponse::default();
+    resp.session_id = 42;
+    resp.responses.push(topic);
+    let mut out = BytesMut::new();
+    resp.encode(&mut out, 12).unwrap();
+    let decoded = strait::protocol::fetch::decode_response(
+        strait::protocol::wire::Reader::new(out.freeze()),
+        12,
+    )
+    .unwrap();
+    let d = decoded.partitions[0]
+        .diverging_epoch
+        .expect("diverging epoch");
+    assert_eq!((d.epoch, d.end_offset), (3, 60));
+    assert!(decoded.partitions[0].records.is_empty());
+
+    // Without the tag (the default epoch -1), nothing diverges.
+    let mut resp = KFetchResponse::default();
+    let mut topic = FetchableTopicResponse::default();
+    topic.topic = TopicName(StrBytes::from_static_str("t"));
+    topic.partitions.push(PartitionData::default());
+    resp.responses.push(topic);
+    let mut out = BytesMut::new();
+    resp.encode(&mut out, 12).unwrap();
+    let decoded = strait::protocol::fetch::decode_response(
+        strait::protocol::wire::Reader::new(out.freeze()),
+        12,
+    )
+    .unwrap();
+    assert_eq!(decoded.partitions[0].diverging_epoch, None);
 }

@@ -23,6 +23,7 @@ fn fetched(name: &str, aborted: Vec<AbortedTransaction>) -> FetchedPartition {
         log_start_offset: 0,
         aborted_transactions: aborted,
         records: Bytes::from(std::fs::read(p).expect("fixture")),
+        diverging_epoch: None,
     }
 }
 

@@ -60,6 +60,7 @@ async fn raw_batches(
             partition,
             offset,
             current_leader_epoch: epoch,
+            last_fetched_epoch: -1,
             max_bytes: 4 << 20,
         };
         let resp = cluster

@@ -70,6 +70,7 @@ pub async fn probe(
                             partition: p as i32,
                             offset,
                             current_leader_epoch: epoch,
+                            last_fetched_epoch: -1,
                             max_bytes: 1 << 20,
                         })
                 }

@@ -115,6 +115,7 @@ async fn first_records(
         partition,
         offset: 0,
         current_leader_epoch: epoch,
+        last_fetched_epoch: -1,
         max_bytes: 1 << 20,
     };
     let resp = cluster

@@ -337,6 +337,7 @@ async fn timestamps(
         partition,
         offset,
         current_leader_epoch: epoch,
+        last_fetched_epoch: -1,
         max_bytes: 64 << 10,
     };
     let limits = FetchLimits {

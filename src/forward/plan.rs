@@ -97,6 +97,9 @@ pub struct PartitionPlanner {
     next_sequence: i32,
     /// Producers whose transactions are currently aborted (from the fetch's aborted list).
     aborted_open: Vec<i64>,
+    /// The partition leader epoch of the last batch passed (-1: none yet): a Fetch sends it so
+    /// the leader can say where its log diverged from what was read (KIP-320).
+    last_epoch: i32,
 }
 
 impl PartitionPlanner {
@@ -108,7 +111,13 @@ impl PartitionPlanner {
             producer,
             next_sequence: first_sequence,
             aborted_open: Vec::new(),
+            last_epoch: -1,
         }
+    }
+
+    /// The leader epoch of the last batch planned or dropped (-1: none since the start).
+    pub fn last_fetched_epoch(&self) -> i32 {
+        self.last_epoch
     }
 
     /// The next source offset to fetch.
@@ -169,6 +178,7 @@ impl PartitionPlanner {
             if batch.next_offset() <= self.next_offset {
                 continue; // already forwarded
             }
+            self.last_epoch = batch.partition_leader_epoch();
             if batch.is_control() {
                 self.drop_range(
                     &mut plan,
@@ -374,6 +384,7 @@ mod tests {
             log_start_offset: 0,
             aborted_transactions: aborted,
             records: blob,
+            diverging_epoch: None,
         }
     }
 

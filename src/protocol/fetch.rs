@@ -26,6 +26,9 @@ pub struct FetchPartitionSpec {
     pub offset: i64,
     /// Leader epoch we believe current (-1 when unknown).
     pub current_leader_epoch: i32,
+    /// Leader epoch of the last batch read before `offset` (-1 when unknown): from v12 the
+    /// leader answers with the epoch and offset where its log diverges from it (KIP-320).
+    pub last_fetched_epoch: i32,
     /// At most this many bytes for this partition.
     pub max_bytes: i32,
 }
@@ -63,7 +66,7 @@ pub fn request(parts: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchReque
         fp.partition = p.partition;
         fp.current_leader_epoch = p.current_leader_epoch;
         fp.fetch_offset = p.offset;
-        fp.last_fetched_epoch = -1;
+        fp.last_fetched_epoch = p.last_fetched_epoch;
         fp.log_start_offset = -1;
         fp.partition_max_bytes = p.max_bytes;
         match topics.last_mut() {
@@ -118,6 +121,39 @@ pub struct FetchedPartition {
     pub aborted_transactions: Vec<AbortedTransaction>,
     /// The records blob, a slice of the response frame; may end in a truncated batch.
     pub records: Bytes,
+    /// v12+: the leader's log diverges from the `last_fetched_epoch` asked with: the largest
+    /// epoch it has at or below it, and where that epoch ends (no records are returned).
+    pub diverging_epoch: Option<EpochEndOffset>,
+}
+
+/// A leader epoch and the offset where it ends in the leader's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochEndOffset {
+    /// The epoch.
+    pub epoch: i32,
+    /// The first offset after it.
+    pub end_offset: i64,
+}
+
+/// Reads a partition's tagged fields (v12+), keeping the diverging epoch (tag 0).
+fn partition_tags(r: &mut Reader) -> Result<Option<EpochEndOffset>, WireError> {
+    let n = r.uvarint("tagged fields")? as usize;
+    let mut diverging = None;
+    for _ in 0..n {
+        let tag = r.uvarint("tag")?;
+        let len = r.uvarint("tag length")? as usize;
+        let mut field = Reader::new(r.take_bytes(len, "tag value")?);
+        if tag == 0 {
+            let epoch = field.i32("diverging epoch")?;
+            let end_offset = field.i64("diverging end offset")?;
+            field.skip_tagged_fields()?;
+            // The schema's default (-1, -1) means "no divergence".
+            if epoch >= 0 && end_offset >= 0 {
+                diverging = Some(EpochEndOffset { epoch, end_offset });
+            }
+        }
+    }
+    Ok(diverging)
 }
 
 /// A decoded Fetch response.
@@ -173,9 +209,7 @@ pub fn decode_response(mut r: Reader, version: i16) -> Result<FetchResponse, Wir
                 r.i32("preferred read replica")?;
             }
             let records = r.nullable_bytes(c, "records")?.unwrap_or_default();
-            if c {
-                r.skip_tagged_fields()?;
-            }
+            let diverging_epoch = if c { partition_tags(&mut r)? } else { None };
             partitions.push(FetchedPartition {
                 topic: topic.clone(),
                 partition,
@@ -185,6 +219,7 @@ pub fn decode_response(mut r: Reader, version: i16) -> Result<FetchResponse, Wir
                 log_start_offset,
                 aborted_transactions,
                 records,
+                diverging_epoch,
             });
         }
         if c {

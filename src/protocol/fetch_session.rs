@@ -37,6 +37,7 @@ pub const MIN_SESSION_VERSION: i16 = 7;
 struct Held {
     offset: i64,
     current_leader_epoch: i32,
+    last_fetched_epoch: i32,
     max_bytes: i32,
 }
 
@@ -45,6 +46,7 @@ impl From<&FetchPartitionSpec> for Held {
         Held {
             offset: p.offset,
             current_leader_epoch: p.current_leader_epoch,
+            last_fetched_epoch: p.last_fetched_epoch,
             max_bytes: p.max_bytes,
         }
     }
@@ -202,6 +204,7 @@ mod tests {
             partition,
             offset,
             current_leader_epoch: 3,
+            last_fetched_epoch: -1,
             max_bytes: 1 << 20,
         }
     }

@@ -58,6 +58,16 @@ impl Reader {
         Ok(s)
     }
 
+    /// The next `n` bytes as a shared slice (zero-copy).
+    pub fn take_bytes(&mut self, n: usize, what: &'static str) -> Result<Bytes, WireError> {
+        if self.remaining() < n {
+            return Err(self.err(what, format!("needs {n} bytes, {} left", self.remaining())));
+        }
+        let out = self.buf.slice(self.pos..self.pos + n);
+        self.pos += n;
+        Ok(out)
+    }
+
     /// int8.
     pub fn i8(&mut self, what: &'static str) -> Result<i8, WireError> {
         Ok(self.take(1, what)?[0] as i8)

@@ -1001,6 +1001,7 @@ async fn fetch_partition(
         partition,
         offset,
         current_leader_epoch: epoch,
+        last_fetched_epoch: -1,
         max_bytes,
     };
     let limits = FetchLimits {

@@ -118,6 +118,7 @@ pub async fn read_all(
             partition,
             offset,
             current_leader_epoch: epoch,
+            last_fetched_epoch: -1,
             max_bytes: 4 << 20,
         };
         let limits = FetchLimits {

@@ -83,6 +83,7 @@ impl DataPath {
                     partition: k.1,
                     offset: st.planner.next_offset(),
                     current_leader_epoch: epoch,
+                    last_fetched_epoch: st.planner.last_fetched_epoch(),
                     max_bytes,
                 });
         }
@@ -199,6 +200,22 @@ impl DataPath {
             }
         }
         st.beyond_end = 0;
+        if let Some(d) = p.diverging_epoch {
+            // The leader's log no longer holds what was read (an unclean leader election
+            // truncated it): the records copied from the divergence point on are not the
+            // source's any more, and its records at those offsets are other ones.
+            let from = d.end_offset.min(at);
+            let why = format!(
+                "cluster {src}, topic {}, partition {}, offset {at}: the source log diverged at offset {from} from what strait read (leader epoch {} ends there on the leader; strait read up to epoch {}): an unclean leader election truncated the log; the {} records strait read from offset {from} on are no longer in the source, and its records at those offsets are other ones; partition stopped so that no offset is copied twice with another meaning",
+                key.0,
+                key.1,
+                d.epoch,
+                st.planner.last_fetched_epoch(),
+                at - from,
+            );
+            self.stop_partition(&key, why, "source_truncated");
+            return 0;
+        }
         match st.planner.plan(p) {
             Ok(plan) => {
                 let now_ms = crate::replicate::store::now_ms();

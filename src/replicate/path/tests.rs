@@ -17,7 +17,7 @@ use crate::forward::SourceOffsets;
 use crate::observe::Observer;
 use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
-use crate::protocol::fetch::FetchedPartition;
+use crate::protocol::fetch::{EpochEndOffset, FetchedPartition};
 use crate::protocol::produce::ProducedPartition;
 use crate::records::record::{self, BatchHeaderFields, Record};
 use crate::records::{Compression, RecordBatch};
@@ -34,8 +34,14 @@ struct SimSource {
 impl SimSource {
     /// `count` batches of `per` records each, values naming their offsets.
     fn new(topic: &str, partition: i32, count: usize, per: i32) -> SimSource {
-        let mut batches = Vec::new();
-        let mut base = 0i64;
+        let mut s = SimSource::default();
+        s.append(topic, partition, count, per, 0);
+        s
+    }
+
+    /// Appends `count` batches of `per` records written under leader epoch `epoch`.
+    fn append(&mut self, topic: &str, partition: i32, count: usize, per: i32, epoch: i32) {
+        let mut base = self.end();
         for _ in 0..count {
             let records: Vec<Record> = (0..per)
                 .map(|i| Record {
@@ -43,13 +49,13 @@ impl SimSource {
                     timestamp_delta: i64::from(i),
                     offset_delta: i,
                     key: Some(Bytes::from(format!("{topic}-{partition}"))),
-                    value: Some(Bytes::from(format!("v{}", base + i64::from(i)))),
+                    value: Some(Bytes::from(format!("e{epoch}-v{}", base + i64::from(i)))),
                     headers: Vec::new(),
                 })
                 .collect();
             let fields = BatchHeaderFields {
                 base_offset: base,
-                partition_leader_epoch: 0,
+                partition_leader_epoch: epoch,
                 attributes: 0,
                 base_timestamp: 1_700_000_000_000,
                 max_timestamp: None,
@@ -58,10 +64,43 @@ impl SimSource {
                 base_sequence: base as i32,
             };
             let bytes = record::encode_batch(&fields, Compression::None, &records).unwrap();
-            batches.push((base, per, bytes));
+            self.batches.push((base, per, bytes));
             base += i64::from(per);
         }
-        SimSource { batches }
+    }
+
+    /// An unclean leader election: the new leader's log ends at `at`.
+    fn truncate(&mut self, at: i64) {
+        self.batches.retain(|(base, _, _)| *base < at);
+        assert_eq!(self.end(), at, "truncate at a batch boundary");
+    }
+
+    /// Where the leader's log diverges from a reader that last read epoch `epoch` and is
+    /// at `offset`, as Apache Kafka's leader decides it (`Partition.readRecords`).
+    fn diverging(&self, epoch: i32, offset: i64) -> Option<EpochEndOffset> {
+        if epoch < 0 {
+            return None;
+        }
+        let epoch_of = |b: &Bytes| {
+            RecordBatch::new(b.clone())
+                .unwrap()
+                .partition_leader_epoch()
+        };
+        let known = self
+            .batches
+            .iter()
+            .map(|b| epoch_of(&b.2))
+            .filter(|e| *e <= epoch)
+            .max()?;
+        let end = self
+            .batches
+            .iter()
+            .find(|b| epoch_of(&b.2) > known)
+            .map_or(self.end(), |b| b.0);
+        (known < epoch || end < offset).then_some(EpochEndOffset {
+            epoch: known,
+            end_offset: end,
+        })
     }
 
     fn end(&self) -> i64 {
@@ -69,10 +108,12 @@ impl SimSource {
     }
 
     /// A Fetch answer at `offset`, `max_bytes` at most (one batch at least).
-    fn fetch(&self, key: &PartKey, offset: i64, max_bytes: i32) -> FetchedPartition {
+    fn fetch(&self, key: &PartKey, spec: &FetchPartitionSpec) -> FetchedPartition {
+        let (offset, max_bytes) = (spec.offset, spec.max_bytes);
+        let diverging_epoch = self.diverging(spec.last_fetched_epoch, offset);
         let mut blob = BytesMut::new();
         for (base, n, bytes) in &self.batches {
-            if base + i64::from(*n) <= offset {
+            if base + i64::from(*n) <= offset || diverging_epoch.is_some() {
                 continue;
             }
             if !blob.is_empty() && blob.len() + bytes.len() > max_bytes as usize {
@@ -89,6 +130,7 @@ impl SimSource {
             log_start_offset: 0,
             aborted_transactions: Vec::new(),
             records: blob.freeze(),
+            diverging_epoch,
         }
     }
 
@@ -427,7 +469,7 @@ impl Sim {
             .iter()
             .map(|s| {
                 let k = (s.topic.clone(), s.partition);
-                self.sources[&k].fetch(&k, s.offset, s.max_bytes)
+                self.sources[&k].fetch(&k, s)
             })
             .collect();
         self.path.handle_fetch(self.now, order.id, Ok(parts));
@@ -669,7 +711,7 @@ fn a_stale_fetch_answer_after_a_leader_move_is_ignored() {
 #[test]
 fn fetching_pauses_while_the_buffer_is_full() {
     let buffer = 1 << 20;
-    let mut sim = Sim::new(2, 400, 200, buffer);
+    let mut sim = Sim::new(2, 150, 200, buffer);
     sim.topo.unknown_target = true; // nothing can be written: the buffer fills
     for _ in 0..200 {
         sim.now += Duration::from_millis(10);
@@ -703,6 +745,40 @@ fn a_failed_fetch_backs_off_then_fetches_again() {
     sim.now = due;
     sim.poll();
     assert_eq!(sim.fetches.len(), 1);
+}
+
+#[test]
+fn a_source_log_truncated_by_an_unclean_election_stops_the_partition() {
+    let mut sim = Sim::new(2, 10, 10, 1 << 20);
+    assert!(sim.settle());
+    let (k0, k1) = (key("t", 0), key("t", 1));
+    // Partition 0: the new leader lacks offsets 60..100 and writes other records there.
+    let src = sim.sources.get_mut(&k0).unwrap();
+    src.truncate(60);
+    src.append("t", 0, 5, 10, 1);
+    // Partition 1: an ordinary leader change; the new leader's records follow at 100.
+    sim.sources.get_mut(&k1).unwrap().append("t", 1, 3, 10, 1);
+    for _ in 0..50 {
+        sim.now += Duration::from_millis(100);
+        sim.poll();
+        if !sim.answer_produce() {
+            sim.answer_fetch(0);
+        }
+    }
+    let why = sim.path.parts[&k0]
+        .failed
+        .clone()
+        .expect("partition 0 stopped");
+    assert!(
+        why.contains("diverged at offset 60") && why.contains("partition 0"),
+        "{why}"
+    );
+    assert_eq!(
+        sim.targets[&k0].end, 100,
+        "nothing of the new leader's records copied"
+    );
+    assert!(sim.path.parts[&k1].failed.is_none());
+    assert_eq!(sim.targets[&k1].end, 130, "the leader change copied on");
 }
 
 /// One step of a random interleaving.
