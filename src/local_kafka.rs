@@ -117,6 +117,9 @@ pub struct KafkaOptions {
     pub dir: Option<PathBuf>,
     /// Secured listeners besides PLAINTEXT (one node only).
     pub security: Option<KafkaSecurity>,
+    /// How many of the nodes (the first ones) are also controllers; the others are brokers
+    /// only, so a test can stop brokers without losing the controller quorum. 0: all.
+    pub controllers: usize,
 }
 
 /// Secured listeners of a one-node cluster: `SSL` (client certificates required),
@@ -154,6 +157,7 @@ impl KafkaOptions {
             quick_start: true,
             dir: None,
             security: None,
+            controllers: 0,
         }
     }
 }
@@ -396,9 +400,14 @@ impl KafkaCluster {
     }
 
     fn write_configs(&self) -> Result<()> {
+        let controllers = match self.opts.controllers {
+            0 => self.nodes.len(),
+            n => n.min(self.nodes.len()),
+        };
         let voters = self
             .nodes
             .iter()
+            .take(controllers)
             .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_port))
             .collect::<Vec<_>>()
             .join(",");
@@ -457,6 +466,18 @@ impl KafkaCluster {
                 ("log.segment.bytes".into(), (64 << 20).to_string()),
                 ("controlled.shutdown.enable".into(), "true".into()),
             ];
+            if n.id > controllers {
+                let set = |props: &mut Vec<(String, String)>, k: &str, v: String| {
+                    props.retain(|(pk, _)| pk != k);
+                    props.push((k.to_string(), v));
+                };
+                set(&mut props, "process.roles", "broker".into());
+                set(
+                    &mut props,
+                    "listeners",
+                    format!("PLAINTEXT://127.0.0.1:{}", n.port),
+                );
+            }
             if let Some(sec) = &self.opts.security {
                 self.secure_properties(n, sec, &mut props)?;
             }

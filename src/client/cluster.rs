@@ -474,6 +474,14 @@ impl Cluster {
         guard.as_ref().filter(|c| !c.is_broken()).map(|c| c.id())
     }
 
+    /// Forgets cached leadership of every topic with a partition led by broker `node` (it
+    /// cannot be reached: the leadership has probably moved).
+    pub fn forget_leaders_on(&self, node: i32) {
+        self.write_cache()
+            .topics
+            .retain(|_, t| !t.partitions.iter().any(|p| p.leader == node));
+    }
+
     /// Forgets cached leadership of `topic` (after NOT_LEADER and the like).
     pub fn invalidate(&self, topic: &str) {
         self.write_cache().topics.remove(topic);

@@ -933,6 +933,7 @@ async fn look_up(name: &str, source: &Cluster, target: &Cluster, missing: Missin
     for node in &missing.source_nodes {
         if let Err(e) = source.connection_id(*node).await {
             tracing::warn!(flow = %name, node, "cannot connect to source broker: {e}");
+            source.forget_leaders_on(*node); // looked up again: leadership may have moved
         }
     }
     for (topic, p) in &missing.target_partitions {
@@ -944,6 +945,7 @@ async fn look_up(name: &str, source: &Cluster, target: &Cluster, missing: Missin
     for node in &missing.target_nodes {
         if let Err(e) = target.connection_id(*node).await {
             tracing::warn!(flow = %name, node, "cannot connect to target broker: {e}");
+            target.forget_leaders_on(*node); // looked up again: leadership may have moved
         }
     }
     if !missing.source_nodes.is_empty() || !missing.target_nodes.is_empty() {
