@@ -118,9 +118,16 @@ async fn forwards_every_codec_byte_for_byte() {
         .expect("produce");
     }
 
-    // One flow copies every codec's topic, in this process.
+    // One flow copies every codec's topic, in this process; its log is kept in the test's
+    // folder.
     let dir = std::env::temp_dir().join(topic_name("forward"));
     std::fs::create_dir_all(&dir).expect("dir");
+    let log = std::fs::File::create(dir.join("strait.log")).expect("log file");
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("strait=debug"))
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(log))
+        .try_init();
     let config = dir.join("strait.toml");
     let names: Vec<String> = topics.iter().map(|t| format!("{:?}", t.1)).collect();
     std::fs::write(
@@ -156,7 +163,11 @@ async fn forwards_every_codec_byte_for_byte() {
     .await;
     let last = replicator.status();
     replicator.shutdown().await.expect("clean stop");
-    assert!(caught_up.is_ok(), "the flow never caught up: {last:?}");
+    assert!(
+        caught_up.is_ok(),
+        "the flow never caught up (log: {}): {last:?}",
+        dir.join("strait.log").display()
+    );
 
     for (codec, topic, records) in &topics {
         let remote = format!("a.{topic}");

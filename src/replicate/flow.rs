@@ -923,47 +923,49 @@ impl Flow {
 
 /// Looks up what the data path missed: leaders (loading metadata) and data connections
 /// (connecting). Returns whether a target partition was not found (its topic may be gone).
+/// The first failure on a side ends that side's lookups (the cluster is probably down), and
+/// any failure makes it pause [`LOOKUP_BACKOFF`] before it reports: a cluster that cannot be
+/// reached is asked a few times a second, not in a tight loop.
 async fn look_up(name: &str, source: &Cluster, target: &Cluster, missing: Missing) -> bool {
-    let mut gone = false;
+    let mut failed = false;
     for (topic, p) in &missing.source_partitions {
         if let Err(e) = source.leader(topic, *p).await {
             tracing::warn!(flow = %name, %topic, partition = p, "no source leader: {e}");
+            failed = true;
+            break;
         }
     }
     for node in &missing.source_nodes {
         if let Err(e) = source.connection_id(*node).await {
             tracing::warn!(flow = %name, node, "cannot connect to source broker: {e}");
             source.forget_leaders_on(*node); // looked up again: leadership may have moved
+            failed = true;
         }
     }
+    let mut gone = false;
     for (topic, p) in &missing.target_partitions {
         if let Err(e) = target.leader(topic, *p).await {
             tracing::warn!(flow = %name, %topic, partition = p, "no target leader: {e}");
             gone = true;
+            failed = true;
+            break;
         }
     }
     for node in &missing.target_nodes {
         if let Err(e) = target.connection_id(*node).await {
             tracing::warn!(flow = %name, node, "cannot connect to target broker: {e}");
             target.forget_leaders_on(*node); // looked up again: leadership may have moved
+            failed = true;
         }
     }
-    if !missing.source_nodes.is_empty() || !missing.target_nodes.is_empty() {
-        // A broker that cannot be reached is not tried again in a tight loop.
-        let unreachable = missing
-            .source_nodes
-            .iter()
-            .any(|n| source.open_data_connection(*n).is_none())
-            || missing
-                .target_nodes
-                .iter()
-                .any(|n| target.open_data_connection(*n).is_none());
-        if unreachable {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+    if failed {
+        tokio::time::sleep(LOOKUP_BACKOFF).await;
     }
     gone
 }
+
+/// How long lookups pause after one failed (see [`look_up`]).
+const LOOKUP_BACKOFF: Duration = Duration::from_millis(250);
 
 /// Waits until any of `fetches` has its answer (or timed out); returns its index. Cancel-safe:
 /// each request keeps what arrived.
