@@ -210,6 +210,8 @@ struct Sim {
     not_leader: Vec<PartKey>,
     buffer_bytes: usize,
     fetch_max_bytes: i32,
+    /// Record bytes the simulated source answered with.
+    fetched_bytes: usize,
 }
 
 fn key(t: &str, p: i32) -> PartKey {
@@ -227,6 +229,7 @@ impl Sim {
             fetch_max_bytes,
             fetch_max_wait: Duration::from_millis(500),
             mirrored: false,
+            max_bytes_per_second: None,
         };
         let mut sim = Sim {
             path: DataPath::new(cfg, Arc::new(Observer::new())),
@@ -241,6 +244,7 @@ impl Sim {
             not_leader: Vec::new(),
             buffer_bytes,
             fetch_max_bytes,
+            fetched_bytes: 0,
         };
         for p in 0..partitions {
             let k = key("t", p);
@@ -422,14 +426,20 @@ impl Sim {
             return false;
         }
         let order = self.fetches.remove(i % self.fetches.len());
-        let parts = order
-            .specs
-            .iter()
-            .map(|s| {
-                let k = (s.topic.clone(), s.partition);
-                self.sources[&k].fetch(&k, s.offset, s.max_bytes)
-            })
-            .collect();
+        // As Apache Kafka: partitions in request order until the request's `max_bytes`, the
+        // first batch always (KIP-74).
+        let mut room = order.limits.max_bytes as usize;
+        let mut parts = Vec::new();
+        for s in &order.specs {
+            let k = (s.topic.clone(), s.partition);
+            let mut p = self.sources[&k].fetch(&k, s.offset, s.max_bytes.min(room as i32));
+            if room == 0 {
+                p.records = Bytes::new();
+            }
+            room = room.saturating_sub(p.records.len());
+            self.fetched_bytes += p.records.len();
+            parts.push(p);
+        }
         self.path.handle_fetch(self.now, order.id, Ok(parts));
         true
     }
@@ -703,6 +713,61 @@ fn a_failed_fetch_backs_off_then_fetches_again() {
     sim.now = due;
     sim.poll();
     assert_eq!(sim.fetches.len(), 1);
+}
+
+#[test]
+fn the_bandwidth_cap_holds_within_five_percent_over_a_minute() {
+    let cap: u64 = 20_000;
+    let minute = Duration::from_secs(60);
+    // A backlog larger than a minute at the cap, two partitions on one source leader.
+    let mut sim = Sim::new(2, 300, 200, 1 << 20);
+    let backlog: usize = sim
+        .sources
+        .values()
+        .map(|s| s.batches.iter().map(|b| b.2.len()).sum::<usize>())
+        .sum();
+    assert!(backlog as u64 > 3 * cap * 60 / 2, "backlog {backlog}");
+    sim.path.cfg.max_bytes_per_second = Some(cap);
+    let end = sim.now + minute;
+    let mut waits = 0;
+    while sim.now < end {
+        sim.poll();
+        let fetched = !sim.fetches.is_empty();
+        while sim.answer_fetch(0) {}
+        sim.poll();
+        while sim.answer_produce() {}
+        sim.check();
+        if fetched {
+            sim.now += Duration::from_millis(5); // a round trip
+            continue;
+        }
+        // Budget spent: nothing is planned, and the path names when to wake it.
+        let due = sim
+            .path
+            .poll_timeout()
+            .expect("a refill deadline while the budget is spent");
+        assert!(
+            due > sim.now && due <= sim.now + Duration::from_secs(1),
+            "{:?}",
+            due - sim.now
+        );
+        sim.now = due.min(end);
+        waits += 1;
+    }
+    let expected = (cap * 60) as f64;
+    let fetched = sim.fetched_bytes as f64;
+    let produced = sim.path.traffic.produced_bytes as f64;
+    assert!(waits > 60, "paced by the budget: {waits} waits");
+    assert!(
+        (fetched / expected - 1.0).abs() <= 0.05,
+        "fetched {fetched} bytes in a minute at a cap of {cap}/s"
+    );
+    assert!(
+        (produced / expected - 1.0).abs() <= 0.05,
+        "produced {produced} bytes in a minute at a cap of {cap}/s"
+    );
+    // Bursts are bounded: never more than a second's worth (and one batch) queued.
+    assert!(sim.queued_bytes() as u64 <= cap + 64 * 1024);
 }
 
 /// One step of a random interleaving.
