@@ -37,7 +37,7 @@ use crate::client::{Cluster, ClusterConfig, LATEST};
 use crate::error::{Error, Result};
 use data::DataShape;
 use process::{CpuSample, Measured};
-use report::{BrokerCpu, DirectLatency, LatencyRun, ProcessCost, Report, Settings, Transfer};
+use report::{BrokerCpu, DirectLatency, Idle, LatencyRun, ProcessCost, Report, Settings, Transfer};
 
 /// Distinct batches the bench keeps encoded in memory at most; longer runs cycle through them.
 pub const POOL_BYTES: usize = 64 << 20;
@@ -84,6 +84,8 @@ pub struct BenchOptions {
     /// Process ids of the source and target brokers when the bench started them (their CPU
     /// time is read from `/proc`).
     pub broker_pids: Option<(u32, u32)>,
+    /// Seconds strait is left running idle after the backlog, its CPU measured (0: none).
+    pub idle_seconds: f64,
 }
 
 /// The floor relays at least this many bytes, so its CPU per GB is not a handful of clock
@@ -229,6 +231,7 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
         relay_process,
         relay_runs_cpu_per_gb,
         latency: None,
+        idle: replicated.idle,
     };
     Ok(report)
 }
@@ -342,6 +345,8 @@ struct Replicated {
     first: CpuSample,
     /// ... and when the last was.
     moving: CpuSample,
+    /// Left running with nothing to move, when asked.
+    idle: Option<Idle>,
 }
 
 /// Replicates the filled topic with a `strait run` child until `records` are on the target.
@@ -412,6 +417,7 @@ async fn replicate(
     };
     let done = Instant::now();
     let moving_cpu = CpuSample::take(&pids);
+    let idle = idle_cost(&child, opts.idle_seconds).await;
     let (code, cost) = tokio::task::spawn_blocking(move || child.terminate())
         .await
         .map_err(|e| Error::invalid(format!("reaping strait run: {e}")))??;
@@ -433,6 +439,25 @@ async fn replicate(
         process: cost,
         first: first_cpu,
         moving: moving_cpu,
+        idle,
+    })
+}
+
+/// Leaves `child` running `seconds` with nothing to move (a few seconds first for the last
+/// acknowledgements and progress writes) and measures its CPU. `None` when not asked or
+/// `/proc` cannot be read.
+async fn idle_cost(child: &Measured, seconds: f64) -> Option<Idle> {
+    if seconds <= 0.0 {
+        return None;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pid = [child.id()];
+    let (t0, before) = (Instant::now(), CpuSample::take(&pid));
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    let after = CpuSample::take(&pid);
+    Some(Idle {
+        seconds: t0.elapsed().as_secs_f64(),
+        cpu_seconds: after.since(&before, 0)?,
     })
 }
 
