@@ -84,6 +84,8 @@ pub struct BenchOptions {
     /// Process ids of the source and target brokers when the bench started them (their CPU
     /// time is read from `/proc`).
     pub broker_pids: Option<(u32, u32)>,
+    /// strait's `max_bytes_per_second`, if capped.
+    pub max_bytes_per_second: Option<u64>,
     /// Seconds strait is left running idle after the backlog, its CPU measured (0: none).
     pub idle_seconds: f64,
 }
@@ -111,6 +113,9 @@ pub fn strait_config(opts: &BenchOptions, topic: &str) -> String {
     }
     if let Some(ms) = opts.fetch_max_wait_ms {
         flow.push_str(&format!("fetch_max_wait_ms = {ms}\n"));
+    }
+    if let Some(r) = opts.max_bytes_per_second {
+        flow.push_str(&format!("max_bytes_per_second = {r}\n"));
     }
     format!(
         "[clusters.{SOURCE_ALIAS}]\nbootstrap_servers = [{}]\nreplication_factor = {rf}\n\n\
