@@ -282,12 +282,23 @@ async fn create(cluster: &Cluster, topic: &str, opts: &BenchOptions) -> Result<(
     }
     // Apache Kafka answers CreateTopics before every leader knows it leads the new partitions
     // (NotLeaderOrFollower for a moment): wait until each answers ListOffsets (retried).
+    // With many partitions that takes longer than one call's retries: ask again for a minute.
     let parts: Vec<i32> = (0..opts.partitions).collect();
-    cluster
-        .list_offsets(topic, &parts, crate::client::LATEST)
-        .await
-        .map_err(|e| e.topic(topic))?;
-    Ok(())
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match cluster.list_offsets(topic, &parts, LATEST).await {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() < deadline => {
+                tracing::debug!(
+                    "cluster {}, topic {topic}: not ready yet: {e}",
+                    cluster.name()
+                );
+                cluster.invalidate(topic);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(e.topic(topic)),
+        }
+    }
 }
 
 /// Starts `strait run` on a configuration replicating `topic`, its log in the work dir.
