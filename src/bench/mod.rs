@@ -37,7 +37,7 @@ use crate::client::{Cluster, ClusterConfig, LATEST};
 use crate::error::{Error, Result};
 use data::DataShape;
 use process::{CpuSample, Measured};
-use report::{BrokerCpu, DirectLatency, LatencyRun, ProcessCost, Report, Settings, Transfer};
+use report::{BrokerCpu, DirectLatency, Idle, LatencyRun, ProcessCost, Report, Settings, Transfer};
 
 /// Distinct batches the bench keeps encoded in memory at most; longer runs cycle through them.
 pub const POOL_BYTES: usize = 64 << 20;
@@ -84,6 +84,10 @@ pub struct BenchOptions {
     /// Process ids of the source and target brokers when the bench started them (their CPU
     /// time is read from `/proc`).
     pub broker_pids: Option<(u32, u32)>,
+    /// strait's `max_bytes_per_second`, if capped.
+    pub max_bytes_per_second: Option<u64>,
+    /// Seconds strait is left running idle after the backlog, its CPU measured (0: none).
+    pub idle_seconds: f64,
 }
 
 /// The floor relays at least this many bytes, so its CPU per GB is not a handful of clock
@@ -109,6 +113,9 @@ pub fn strait_config(opts: &BenchOptions, topic: &str) -> String {
     }
     if let Some(ms) = opts.fetch_max_wait_ms {
         flow.push_str(&format!("fetch_max_wait_ms = {ms}\n"));
+    }
+    if let Some(r) = opts.max_bytes_per_second {
+        flow.push_str(&format!("max_bytes_per_second = {r}\n"));
     }
     format!(
         "[clusters.{SOURCE_ALIAS}]\nbootstrap_servers = [{}]\nreplication_factor = {rf}\n\n\
@@ -229,6 +236,7 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
         relay_process,
         relay_runs_cpu_per_gb,
         latency: None,
+        idle: replicated.idle,
     };
     Ok(report)
 }
@@ -274,12 +282,23 @@ async fn create(cluster: &Cluster, topic: &str, opts: &BenchOptions) -> Result<(
     }
     // Apache Kafka answers CreateTopics before every leader knows it leads the new partitions
     // (NotLeaderOrFollower for a moment): wait until each answers ListOffsets (retried).
+    // With many partitions that takes longer than one call's retries: ask again for a minute.
     let parts: Vec<i32> = (0..opts.partitions).collect();
-    cluster
-        .list_offsets(topic, &parts, crate::client::LATEST)
-        .await
-        .map_err(|e| e.topic(topic))?;
-    Ok(())
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match cluster.list_offsets(topic, &parts, LATEST).await {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() < deadline => {
+                tracing::debug!(
+                    "cluster {}, topic {topic}: not ready yet: {e}",
+                    cluster.name()
+                );
+                cluster.invalidate(topic);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(e.topic(topic)),
+        }
+    }
 }
 
 /// Starts `strait run` on a configuration replicating `topic`, its log in the work dir.
@@ -342,6 +361,8 @@ struct Replicated {
     first: CpuSample,
     /// ... and when the last was.
     moving: CpuSample,
+    /// Left running with nothing to move, when asked.
+    idle: Option<Idle>,
 }
 
 /// Replicates the filled topic with a `strait run` child until `records` are on the target.
@@ -412,6 +433,7 @@ async fn replicate(
     };
     let done = Instant::now();
     let moving_cpu = CpuSample::take(&pids);
+    let idle = idle_cost(&child, opts.idle_seconds).await;
     let (code, cost) = tokio::task::spawn_blocking(move || child.terminate())
         .await
         .map_err(|e| Error::invalid(format!("reaping strait run: {e}")))??;
@@ -433,6 +455,25 @@ async fn replicate(
         process: cost,
         first: first_cpu,
         moving: moving_cpu,
+        idle,
+    })
+}
+
+/// Leaves `child` running `seconds` with nothing to move (a few seconds first for the last
+/// acknowledgements and progress writes) and measures its CPU. `None` when not asked or
+/// `/proc` cannot be read.
+async fn idle_cost(child: &Measured, seconds: f64) -> Option<Idle> {
+    if seconds <= 0.0 {
+        return None;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pid = [child.id()];
+    let (t0, before) = (Instant::now(), CpuSample::take(&pid));
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    let after = CpuSample::take(&pid);
+    Some(Idle {
+        seconds: t0.elapsed().as_secs_f64(),
+        cpu_seconds: after.since(&before, 0)?,
     })
 }
 

@@ -173,6 +173,28 @@ pub struct Report {
     pub relay_runs_cpu_per_gb: Vec<f64>,
     /// The latency phase, when it ran.
     pub latency: Option<LatencyRun>,
+    /// strait left running with nothing to move after the backlog (`--idle-secs`).
+    pub idle: Option<Idle>,
+}
+
+/// strait with nothing to move: every record replicated, no new ones.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Idle {
+    /// How long it was watched.
+    pub seconds: f64,
+    /// CPU seconds it used meanwhile.
+    pub cpu_seconds: f64,
+}
+
+impl Idle {
+    /// Share of one core busy.
+    pub fn core_share(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.cpu_seconds / self.seconds
+        } else {
+            0.0
+        }
+    }
 }
 
 /// The ratios and per-GB figures the report derives from its measurements.
@@ -399,6 +421,16 @@ impl Report {
                 );
             }
         }
+        if let Some(i) = &self.idle {
+            let _ = writeln!(
+                o,
+                "{:<34} {:>7.3} CPU-s in {:.0} s = {:.2}% of a core",
+                "strait idle after the backlog",
+                i.cpu_seconds,
+                i.seconds,
+                i.core_share() * 100.0
+            );
+        }
         let _ = writeln!(o);
         match &self.latency {
             Some(l) => {
@@ -504,6 +536,10 @@ mod tests {
             },
             relay_runs_cpu_per_gb: vec![0.45, 0.4],
             latency: None,
+            idle: Some(Idle {
+                seconds: 60.0,
+                cpu_seconds: 0.3,
+            }),
         }
     }
 
@@ -558,6 +594,10 @@ mod tests {
         assert!(text.contains("= 2.50x the floor"), "{text}");
         assert!(text.contains("peak RSS 50.0 MB"), "{text}");
         assert!(text.contains("latency: not measured"), "{text}");
+        assert!(
+            text.contains("0.300 CPU-s in 60 s = 0.50% of a core"),
+            "{text}"
+        );
         assert!(text.contains("0.80 CPU-s/GB  = 2.00x the floor"), "{text}");
         assert!(
             text.contains(

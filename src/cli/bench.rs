@@ -54,6 +54,14 @@ pub struct BenchArgs {
     /// strait's `fetch_max_wait_ms` (default: strait's default).
     #[arg(long)]
     pub fetch_max_wait_ms: Option<u64>,
+    /// strait's `max_bytes_per_second` (default: unlimited); the report's strait rate is then
+    /// the rate the cap let through.
+    #[arg(long)]
+    pub max_bytes_per_second: Option<u64>,
+    /// Seconds to leave strait running idle after the backlog, its CPU share measured (the
+    /// 1 000-partition idle goal; 0 skips it).
+    #[arg(long, default_value_t = 0.0)]
+    pub idle_secs: f64,
     /// Source topic name (default `strait-bench-<time>`); it must not exist.
     #[arg(long)]
     pub topic: Option<String>,
@@ -126,6 +134,8 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         work_dir: work_dir.clone(),
         strait_log: args.strait_log.clone(),
         broker_pids: (local.len() == 2).then(|| (local[0].pid(), local[1].pid())),
+        max_bytes_per_second: args.max_bytes_per_second.filter(|r| *r > 0),
+        idle_seconds: args.idle_secs.max(0.0),
     };
     let progress = |line: &str| eprintln!("{line} ...");
     let mut report = strait::bench::run(&opts, &progress).await;

@@ -428,6 +428,9 @@ pub struct FlowConfig {
     pub fetch_max_bytes: i32,
     /// Longest a fetch waits for data (default 500 ms).
     pub fetch_max_wait: Duration,
+    /// Bandwidth cap of the flow in record bytes fetched per second (default `None`:
+    /// unlimited); bursts up to one second's worth.
+    pub max_bytes_per_second: Option<u64>,
     /// Mirror flows: the link name (default the flow name, `source->target`).
     pub link: Option<String>,
     /// Mirror flows: sync consumer offsets of mirrored topics into the target (default true).
@@ -469,6 +472,7 @@ impl FlowConfig {
             buffer_bytes: 8 * MIB,
             fetch_max_bytes: 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),
+            max_bytes_per_second: None,
             link: None,
             consumer_offset_sync: true,
             consumer_offset_sync_interval: Duration::from_secs(5),

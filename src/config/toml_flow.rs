@@ -65,6 +65,7 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "sync_topic_acls",
     "buffer_bytes",
     "fetch_max_bytes",
+    "max_bytes_per_second",
     "link",
     "consumer_offset_sync",
     "consumer_offset_sync_interval_secs",
@@ -254,6 +255,7 @@ fn apply_flow_value(
         }
         "buffer_bytes" => flow.buffer_bytes = toml_buffer_bytes(file, path, v)?,
         "fetch_max_bytes" => flow.fetch_max_bytes = toml_fetch_max_bytes(file, path, v)?,
+        "max_bytes_per_second" => flow.max_bytes_per_second = Some(toml_size(file, path, v)?),
         _ => {
             if let Some(list) = flow.list_mut(field) {
                 *list = toml_regex_list(file, path, v)?;
@@ -500,6 +502,7 @@ mode = "Mirror"
 buffer_bytes = "128MiB"
 fetch_max_bytes = 1048576
 fetch_max_wait_ms = 100
+max_bytes_per_second = "200KiB"
 sync_group_offsets = true
 sync_group_offsets_interval_secs = 15
 sync_topic_configs = false
@@ -528,6 +531,8 @@ naming = "identity"
         assert_eq!(f.buffer_bytes, 128 << 20);
         assert_eq!(f.fetch_max_bytes, 1 << 20);
         assert_eq!(f.fetch_max_wait, Duration::from_millis(100));
+        assert_eq!(f.max_bytes_per_second, Some(200 << 10));
+        assert_eq!(c.flows[1].max_bytes_per_second, None, "unset: unlimited");
         assert!(f.sync_group_offsets);
         assert_eq!(f.sync_group_offsets_interval, Duration::from_secs(15));
         assert!(!f.sync_topic_configs && f.sync_topic_acls);
@@ -644,6 +649,14 @@ naming = "identity"
             "defaults.emit_checkpoints",
             "expected true or false",
             Some("true, false"),
+        );
+        let e = toml_err("[defaults]\nmax_bytes_per_second = 0\n");
+        check(
+            &e,
+            "test.toml",
+            "defaults.max_bytes_per_second",
+            "not a positive size",
+            Some("positive integer"),
         );
         let e = toml_err("[defaults]\nbuffer_bytes = \"64MB\"\n");
         check(

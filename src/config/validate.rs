@@ -319,6 +319,12 @@ fn check_fetch_sizes(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<(
             .error(file, "must be greater than zero")
             .allowed(format!("1 to {} bytes", i32::MAX)));
     }
+    if flow.max_bytes_per_second == Some(0) {
+        return Err(prov
+            .at("max_bytes_per_second")
+            .error(file, "must be greater than zero")
+            .allowed("a positive rate in bytes per second, or unset (unlimited)"));
+    }
     if flow.buffer_bytes < flow.fetch_max_bytes as usize {
         let field = if prov.set.contains_key("buffer_bytes") {
             "buffer_bytes"
@@ -533,6 +539,14 @@ mod tests {
             "flows[0].fetch_max_bytes",
             "smaller than fetch_max_bytes",
             None,
+        );
+        let e = invalid(|c| c.flows[0].max_bytes_per_second = Some(0));
+        check(
+            &e,
+            "code",
+            "flows[0].max_bytes_per_second",
+            "greater than zero",
+            Some("positive rate"),
         );
         let e = invalid(|c| c.flows[0].emit_offset_syncs = false);
         check(

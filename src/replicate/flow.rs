@@ -320,6 +320,7 @@ impl Flow {
             fetch_max_bytes: cfg.fetch_max_bytes,
             fetch_max_wait: cfg.fetch_max_wait,
             mirrored: cfg.mode == FlowMode::Mirror,
+            max_bytes_per_second: cfg.max_bytes_per_second,
         }
     }
 

@@ -21,6 +21,9 @@ impl DataPath {
         {
             return Vec::new();
         }
+        let Some(budget) = self.fetch_budget(now) else {
+            return Vec::new(); // the bandwidth cap: planned again once the budget refills
+        };
         self.replan = false;
         self.traffic.rounds += 1;
         let cap = self.per_partition_cap();
@@ -92,7 +95,7 @@ impl DataPath {
         let limits = FetchLimits {
             max_wait_ms: i32::try_from(wait.as_millis()).unwrap_or(i32::MAX),
             min_bytes: 1,
-            max_bytes: self.cfg.fetch_max_bytes,
+            max_bytes: self.budget_share(budget, by_leader.len()),
             isolation_level: READ_COMMITTED,
         };
         let mut orders = Vec::with_capacity(by_leader.len());
@@ -108,6 +111,7 @@ impl DataPath {
                 offsets,
             });
             self.traffic.fetches += 1;
+            self.reserve_budget(id, limits.max_bytes);
             orders.push(FetchOrder {
                 id,
                 leader,
@@ -146,7 +150,10 @@ impl DataPath {
         let asked = self.fetching.remove(i);
         self.replan = true; // this leader has no Fetch outstanding now
         let partitions = match answer {
-            Ok(p) => p,
+            Ok(p) => {
+                self.settle_budget(id, p.iter().map(|p| p.records.len()).sum());
+                p
+            }
             Err(e) => {
                 tracing::warn!(flow = %self.cfg.flow, "fetch round failed: {e}");
                 self.timers.set(Timer::FetchBackoff, now + FETCH_BACKOFF);

@@ -10,6 +10,7 @@
 //! shell (`super::flow`) writes the requests and feeds the answers back; the tests in
 //! `tests.rs` drive it through a simulated broker instead.
 
+mod budget;
 mod fetching;
 mod outcome;
 mod part;
@@ -78,6 +79,8 @@ pub struct PathSettings {
     pub fetch_max_wait: Duration,
     /// A mirror flow: the destination is read-only and a foreign write stops the partition.
     pub mirrored: bool,
+    /// The flow's bandwidth cap on fetched record bytes (`None`: unlimited).
+    pub max_bytes_per_second: Option<u64>,
 }
 
 /// Leaders and connections as the clients know them now, without asking any broker.
@@ -222,6 +225,8 @@ pub struct Traffic {
 enum Timer {
     /// No Fetch is planned before it (after a failed one).
     FetchBackoff,
+    /// The bandwidth budget has refilled enough for a Fetch.
+    BudgetRefill,
 }
 
 /// A Fetch request outstanding, with the offset asked for each partition: an answer for a
@@ -266,6 +271,8 @@ pub struct DataPath {
     /// Requests and bytes moved.
     pub traffic: Traffic,
     timers: TimerTable<Timer>,
+    /// The bandwidth cap's token bucket (made at the first plan when capped).
+    budget: Option<budget::Budget>,
     events: VecDeque<Event>,
     missing: Missing,
     obs: Arc<Observer>,
@@ -288,6 +295,7 @@ impl DataPath {
             next_id: 0,
             traffic: Traffic::default(),
             timers: TimerTable::default(),
+            budget: None,
             events: VecDeque::new(),
             missing: Missing::default(),
             obs,
@@ -376,7 +384,7 @@ impl DataPath {
     pub fn handle_timeout(&mut self, now: Instant) {
         for t in self.timers.expire(now) {
             match t {
-                Timer::FetchBackoff => self.replan = true,
+                Timer::FetchBackoff | Timer::BudgetRefill => self.replan = true,
             }
         }
     }

@@ -108,8 +108,8 @@ impl SimSource {
     }
 
     /// A Fetch answer at `offset`, `max_bytes` at most (one batch at least).
-    fn fetch(&self, key: &PartKey, spec: &FetchPartitionSpec) -> FetchedPartition {
-        let (offset, max_bytes) = (spec.offset, spec.max_bytes);
+    fn fetch(&self, key: &PartKey, spec: &FetchPartitionSpec, max_bytes: i32) -> FetchedPartition {
+        let offset = spec.offset;
         let diverging_epoch = self.diverging(spec.last_fetched_epoch, offset);
         let mut blob = BytesMut::new();
         for (base, n, bytes) in &self.batches {
@@ -252,6 +252,8 @@ struct Sim {
     not_leader: Vec<PartKey>,
     buffer_bytes: usize,
     fetch_max_bytes: i32,
+    /// Record bytes the simulated source answered with.
+    fetched_bytes: usize,
 }
 
 fn key(t: &str, p: i32) -> PartKey {
@@ -269,6 +271,7 @@ impl Sim {
             fetch_max_bytes,
             fetch_max_wait: Duration::from_millis(500),
             mirrored: false,
+            max_bytes_per_second: None,
         };
         let mut sim = Sim {
             path: DataPath::new(cfg, Arc::new(Observer::new())),
@@ -283,6 +286,7 @@ impl Sim {
             not_leader: Vec::new(),
             buffer_bytes,
             fetch_max_bytes,
+            fetched_bytes: 0,
         };
         for p in 0..partitions {
             let k = key("t", p);
@@ -464,14 +468,20 @@ impl Sim {
             return false;
         }
         let order = self.fetches.remove(i % self.fetches.len());
-        let parts = order
-            .specs
-            .iter()
-            .map(|s| {
-                let k = (s.topic.clone(), s.partition);
-                self.sources[&k].fetch(&k, s)
-            })
-            .collect();
+        // As Apache Kafka: partitions in request order until the request's `max_bytes`, the
+        // first batch always (KIP-74).
+        let mut room = order.limits.max_bytes as usize;
+        let mut parts = Vec::new();
+        for s in &order.specs {
+            let k = (s.topic.clone(), s.partition);
+            let mut p = self.sources[&k].fetch(&k, s, s.max_bytes.min(room as i32));
+            if room == 0 {
+                p.records = Bytes::new();
+            }
+            room = room.saturating_sub(p.records.len());
+            self.fetched_bytes += p.records.len();
+            parts.push(p);
+        }
         self.path.handle_fetch(self.now, order.id, Ok(parts));
         true
     }
@@ -779,6 +789,61 @@ fn a_source_log_truncated_by_an_unclean_election_stops_the_partition() {
     );
     assert!(sim.path.parts[&k1].failed.is_none());
     assert_eq!(sim.targets[&k1].end, 130, "the leader change copied on");
+}
+
+#[test]
+fn the_bandwidth_cap_holds_within_five_percent_over_a_minute() {
+    let cap: u64 = 20_000;
+    let minute = Duration::from_secs(60);
+    // A backlog larger than a minute at the cap, two partitions on one source leader.
+    let mut sim = Sim::new(2, 300, 200, 1 << 20);
+    let backlog: usize = sim
+        .sources
+        .values()
+        .map(|s| s.batches.iter().map(|b| b.2.len()).sum::<usize>())
+        .sum();
+    assert!(backlog as u64 > 3 * cap * 60 / 2, "backlog {backlog}");
+    sim.path.cfg.max_bytes_per_second = Some(cap);
+    let end = sim.now + minute;
+    let mut waits = 0;
+    while sim.now < end {
+        sim.poll();
+        let fetched = !sim.fetches.is_empty();
+        while sim.answer_fetch(0) {}
+        sim.poll();
+        while sim.answer_produce() {}
+        sim.check();
+        if fetched {
+            sim.now += Duration::from_millis(5); // a round trip
+            continue;
+        }
+        // Budget spent: nothing is planned, and the path names when to wake it.
+        let due = sim
+            .path
+            .poll_timeout()
+            .expect("a refill deadline while the budget is spent");
+        assert!(
+            due > sim.now && due <= sim.now + Duration::from_secs(1),
+            "{:?}",
+            due - sim.now
+        );
+        sim.now = due.min(end);
+        waits += 1;
+    }
+    let expected = (cap * 60) as f64;
+    let fetched = sim.fetched_bytes as f64;
+    let produced = sim.path.traffic.produced_bytes as f64;
+    assert!(waits > 60, "paced by the budget: {waits} waits");
+    assert!(
+        (fetched / expected - 1.0).abs() <= 0.05,
+        "fetched {fetched} bytes in a minute at a cap of {cap}/s"
+    );
+    assert!(
+        (produced / expected - 1.0).abs() <= 0.05,
+        "produced {produced} bytes in a minute at a cap of {cap}/s"
+    );
+    // Bursts are bounded: never more than a second's worth (and one batch) queued.
+    assert!(sim.queued_bytes() as u64 <= cap + 64 * 1024);
 }
 
 /// One step of a random interleaving.

@@ -1,0 +1,191 @@
+//! The flow's bandwidth cap (`max_bytes_per_second`): a token bucket on the record bytes
+//! fetched from the source.
+//!
+//! Why fetched bytes: the bucket then decides what enters the buffer, so nothing beyond the
+//! budget is ever held in memory (the buffer bound holds as without a cap), and the cap is
+//! exact where it is charged. Every byte fetched is produced (control batches and aborted data
+//! aside, which are not produced and still crossed the source link), and the target is
+//! faster than the cap, so the target sees the same rate one round later. Charging produced
+//! bytes instead would let the fetches run ahead until the buffer is full and then follow
+//! the producer: the same long-run rate with a full buffer and a longer lag.
+//!
+//! How: a Fetch request is planned only while at least a grain of budget is available, and it
+//! asks for no more than the budget (its request-level `max_bytes`, which Apache Kafka honours
+//! except that the first batch always comes, KIP-74). Its `max_bytes` is reserved when it is
+//! planned; its answer charges what it actually brought and returns the rest. The bucket holds
+//! at most one second of the rate (the burst) and may go into debt by the part of one batch
+//! beyond `max_bytes`. While the budget is spent, the data path plans nothing and sets a
+//! deadline for when it has refilled by a grain.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::{DataPath, RequestId, Timer};
+
+/// Most the bucket holds: this long at the cap.
+pub const BURST: Duration = Duration::from_secs(1);
+
+/// The token bucket of one flow.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    /// Bytes per second.
+    rate: f64,
+    /// Most tokens held.
+    burst: f64,
+    /// Least tokens worth a Fetch request.
+    grain: f64,
+    /// Tokens now (negative: debt), less what outstanding requests reserved.
+    tokens: f64,
+    /// When `tokens` was last refilled.
+    at: Instant,
+    /// Reserved by outstanding Fetch requests.
+    reserved: HashMap<RequestId, usize>,
+}
+
+impl Budget {
+    /// A full bucket of `rate` bytes per second, for requests of at most `fetch_max_bytes`.
+    pub fn new(rate: u64, fetch_max_bytes: i32, now: Instant) -> Budget {
+        let rate = rate.max(1) as f64;
+        let burst = rate * BURST.as_secs_f64();
+        let grain = (burst / 4.0)
+            .min(f64::from(fetch_max_bytes.max(1)))
+            .max(1.0);
+        Budget {
+            rate,
+            burst,
+            grain,
+            tokens: burst,
+            at: now,
+            reserved: HashMap::new(),
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.at = self.at.max(now);
+        self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+    }
+
+    /// Bytes that may be asked for now (`None`: less than a grain; wait until
+    /// [`Budget::ready_at`]).
+    pub fn available(&mut self, now: Instant) -> Option<usize> {
+        self.refill(now);
+        // Half a byte of slack: the deadline from `ready_at` is rounded, not exact.
+        (self.tokens + 0.5 >= self.grain).then_some(self.tokens.max(1.0) as usize)
+    }
+
+    /// When a grain is available again.
+    pub fn ready_at(&self) -> Instant {
+        let short = (self.grain - self.tokens).max(0.0);
+        self.at + Duration::from_nanos((short / self.rate * 1e9).ceil() as u64)
+    }
+
+    /// Request `id` asks for up to `bytes`.
+    pub fn reserve(&mut self, id: RequestId, bytes: usize) {
+        self.tokens -= bytes as f64;
+        self.reserved.insert(id, bytes);
+    }
+
+    /// Request `id` brought `got` bytes (0 for a failed or unsent one): the rest of its
+    /// reservation comes back.
+    pub fn settle(&mut self, id: RequestId, got: usize) {
+        if let Some(r) = self.reserved.remove(&id) {
+            self.tokens += r as f64 - got as f64;
+            self.tokens = self.tokens.min(self.burst);
+        }
+    }
+
+    /// Returns the reservations of requests that are no longer outstanding (forgotten by the
+    /// data path without an answer).
+    pub fn forget_except(&mut self, outstanding: &[RequestId]) {
+        let gone: Vec<RequestId> = self
+            .reserved
+            .keys()
+            .filter(|id| !outstanding.contains(id))
+            .copied()
+            .collect();
+        for id in gone {
+            self.settle(id, 0);
+        }
+    }
+}
+
+impl DataPath {
+    /// With a cap: the bytes the Fetch requests planned now may ask for in all, or `None`
+    /// when the budget is spent (then a deadline is set for when it has refilled). Without a
+    /// cap: unlimited.
+    pub(super) fn fetch_budget(&mut self, now: Instant) -> Option<usize> {
+        let Some(rate) = self.cfg.max_bytes_per_second else {
+            return Some(usize::MAX);
+        };
+        let outstanding: Vec<RequestId> = self.fetching.iter().map(|f| f.id).collect();
+        let fetch_max = self.cfg.fetch_max_bytes;
+        let b = self
+            .budget
+            .get_or_insert_with(|| Budget::new(rate, fetch_max, now));
+        b.forget_except(&outstanding);
+        let avail = b.available(now);
+        if avail.is_none() {
+            let at = b.ready_at();
+            self.timers.set(Timer::BudgetRefill, at);
+        }
+        avail
+    }
+
+    /// Shares `budget` among `n` Fetch requests: the request-level `max_bytes` of each.
+    pub(super) fn budget_share(&self, budget: usize, n: usize) -> i32 {
+        let share = budget / n.max(1);
+        i32::try_from(share)
+            .unwrap_or(i32::MAX)
+            .clamp(1, self.cfg.fetch_max_bytes.max(1))
+    }
+
+    /// Fetch request `id` asks for up to `bytes` of the budget.
+    pub(super) fn reserve_budget(&mut self, id: RequestId, bytes: i32) {
+        if let Some(b) = self.budget.as_mut() {
+            b.reserve(id, usize::try_from(bytes).unwrap_or(0));
+        }
+    }
+
+    /// Fetch request `id` brought `got` record bytes.
+    pub(super) fn settle_budget(&mut self, id: RequestId, got: usize) {
+        if let Some(b) = self.budget.as_mut() {
+            b.settle(id, got);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refills_at_the_rate_up_to_one_second_and_charges_what_came() {
+        let t0 = Instant::now();
+        let mut b = Budget::new(100_000, 1 << 20, t0);
+        assert_eq!(b.available(t0), Some(100_000), "starts full: one second");
+        b.reserve(RequestId(1), 100_000);
+        assert_eq!(b.available(t0), None);
+        // Only 30 000 came: 70 000 back.
+        b.settle(RequestId(1), 30_000);
+        assert_eq!(b.available(t0), Some(70_000));
+        // One batch beyond max_bytes: debt, and the wait until a grain (25 000) is back.
+        b.reserve(RequestId(2), 70_000);
+        b.settle(RequestId(2), 80_000);
+        assert_eq!(b.available(t0), None);
+        let at = b.ready_at();
+        let wait = at - t0;
+        assert!(
+            wait >= Duration::from_millis(349) && wait <= Duration::from_millis(351),
+            "{wait:?}"
+        );
+        assert!(b.available(at - Duration::from_millis(1)).is_none());
+        assert!(b.available(at).is_some());
+        // Never more than the burst, however long it was idle.
+        assert_eq!(b.available(t0 + Duration::from_secs(60)), Some(100_000));
+        // A reservation forgotten without an answer comes back.
+        b.reserve(RequestId(3), 60_000);
+        b.forget_except(&[]);
+        assert_eq!(b.available(t0 + Duration::from_secs(60)), Some(100_000));
+    }
+}
