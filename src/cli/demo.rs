@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strait::client::{Cluster, ClusterConfig, LATEST};
-use strait::error::{Error, Result};
 use strait::local_broker::{nisshi_path, BrokerKind, LocalBroker};
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::records::record::{
     decode_records, encode_batch, BatchHeaderFields, Record, RecordHeader,
 };
 use strait::records::{split, Compression, Entry, HeaderRewrite, RecordBatch};
+use strait::{Error, Result};
 
 /// Arguments of `strait demo`.
 #[derive(Debug, clap::Args)]
@@ -258,7 +258,8 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
     let config = strait::config::load(&config_path).map_err(|e| Error::invalid(e.to_string()))?;
     eprintln!("strait run --config {} (in this process): flows cluster_a->cluster_b, cluster_b->cluster_a", config_path.display());
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let engine = strait::replicate::spawn(config, stop_rx)?;
+    let engine =
+        strait::replicate::spawn(config, stop_rx).map_err(|e| Error::invalid(e.to_string()))?;
 
     // Live data while the flows run.
     let rest = args.records - first;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use kafka_protocol::messages::ApiKey;
 
 use strait::client::{Cluster, ClusterConfig, EARLIEST, LATEST};
-use strait::error::{Error, Result};
 use strait::protocol::supported_versions;
+use strait::{Error, Result};
 
 /// Arguments of `strait probe`.
 #[derive(Debug, clap::Args)]

@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use strait::error::{Error, Result};
 use strait::observe::api::{FlowDoc, StatusDoc};
 use strait::observe::client;
 use strait::observe::series::Sample;
+use strait::{Error, Result};
 
 /// Arguments of `strait status`.
 #[derive(Debug, clap::Args)]
@@ -401,17 +401,20 @@ pub fn render(doc: &StatusDoc) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strait::observe::api::{CheckpointDoc, GroupDoc, PartitionDoc, TopicDoc};
+    use serde_json::json;
 
+    /// The documents are built as an embedder or `strait status` receives them: from JSON
+    /// (their types are `#[non_exhaustive]`).
     fn sample(t_ms: i64, lag: i64) -> Sample {
-        Sample {
-            t_ms,
-            records_per_second: 0.0,
-            bytes_per_second: 0.0,
-            lag,
-            latency_p99_ms: None,
-            latency_max_ms: None,
-        }
+        serde_json::from_value(json!({
+            "t_ms": t_ms,
+            "records_per_second": 0.0,
+            "bytes_per_second": 0.0,
+            "lag": lag,
+            "latency_p99_ms": null,
+            "latency_max_ms": null,
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -441,63 +444,67 @@ mod tests {
 
     #[test]
     fn renders_tables_and_progress() {
-        let doc = StatusDoc {
-            version: "0.1.0".into(),
-            now_ms: 5_000,
-            uptime_seconds: 75,
-            ready: true,
-            flows: vec![FlowDoc {
-                name: "a->b".into(),
-                source: "a".into(),
-                target: "b".into(),
-                source_connected: true,
-                target_connected: true,
-                stopped: None,
-                records: 12_345,
-                bytes: 2 << 20,
-                lag: 500,
-                records_per_second: 250.0,
-                bytes_per_second: 2048.0,
-                latency_p99_ms: Some(25.0),
-                latency_max_ms: Some(30.0),
-                heartbeat_latency_ms: Some(1500.0),
-                buffered_bytes: 0,
-                topics: vec![TopicDoc {
-                    source_topic: "orders".into(),
-                    target_topic: "a.orders".into(),
-                    lag: 500,
-                    records: 12_345,
-                    bytes: 2 << 20,
-                    records_per_second: 250.0,
-                    failed_partitions: 0,
-                    partitions: vec![PartitionDoc {
-                        partition: 0,
-                        source_next: 12_345,
-                        target_next: 12_345,
-                        source_end: 12_845,
-                        lag: 500,
-                        records: 12_345,
-                        bytes: 2 << 20,
-                        lost_records: 0,
-                        failed: None,
-                    }],
-                }],
-                groups: vec![GroupDoc {
-                    group: "billing".into(),
-                    updated_ms: 1_000,
-                    partitions: vec![CheckpointDoc {
-                        topic: "a.orders".into(),
-                        partition: 0,
-                        upstream_offset: 100,
-                        downstream_offset: 100,
-                        updated_ms: 1_000,
-                    }],
-                }],
-                series: vec![sample(0, 1_000), sample(2_000, 500)],
-                mirrors: Vec::new(),
-                members: Vec::new(),
+        let mut doc: StatusDoc = serde_json::from_str(
+            r#"{
+        "version": "0.1.0",
+        "now_ms": 5000,
+        "uptime_seconds": 75,
+        "ready": true,
+        "flows": [{
+            "name": "a->b",
+            "source": "a",
+            "target": "b",
+            "source_connected": true,
+            "target_connected": true,
+            "stopped": null,
+            "records": 12345,
+            "bytes": 2097152,
+            "lag": 500,
+            "records_per_second": 250.0,
+            "bytes_per_second": 2048.0,
+            "latency_p99_ms": 25.0,
+            "latency_max_ms": 30.0,
+            "heartbeat_latency_ms": 1500.0,
+            "buffered_bytes": 0,
+            "topics": [{
+                "source_topic": "orders",
+                "target_topic": "a.orders",
+                "lag": 500,
+                "records": 12345,
+                "bytes": 2097152,
+                "records_per_second": 250.0,
+                "failed_partitions": 0,
+                "partitions": [{
+                    "partition": 0,
+                    "source_next": 12345,
+                    "target_next": 12345,
+                    "source_end": 12845,
+                    "lag": 500,
+                    "records": 12345,
+                    "bytes": 2097152,
+                    "lost_records": 0,
+                    "failed": null
+                }]
             }],
-        };
+            "groups": [{
+                "group": "billing",
+                "updated_ms": 1000,
+                "partitions": [{
+                    "topic": "a.orders",
+                    "partition": 0,
+                    "upstream_offset": 100,
+                    "downstream_offset": 100,
+                    "updated_ms": 1000
+                }]
+            }],
+            "series": [],
+            "mirrors": [],
+            "members": []
+        }]
+        }"#,
+        )
+        .unwrap();
+        doc.flows[0].series = vec![sample(0, 1_000), sample(2_000, 500)];
         let text = render(&doc);
         let want = "\
 strait 0.1.0, up 1m15s, ready
