@@ -203,13 +203,51 @@ fn ago(now_ms: i64, then_ms: i64) -> String {
 
 /// The status document as terminal tables (ages relative to the server's clock).
 pub fn render(doc: &StatusDoc) -> String {
-    let now_ms = doc.now_ms;
     let mut out = format!(
         "strait {}, up {}, {}\n\n",
         doc.version,
         eta(doc.uptime_seconds as f64),
         if doc.ready { "ready" } else { "NOT READY" }
     );
+    out.push_str(&flows_table(doc));
+    for f in &doc.flows {
+        if let Some(why) = &f.stopped {
+            let _ = writeln!(out, "\n{}: {why}", f.name);
+        }
+        if !f.topics.is_empty() {
+            out.push('\n');
+            topics_table(f, &mut out);
+        }
+        if !f.mirrors.is_empty() {
+            out.push('\n');
+            out.push_str(&mirrors_table(f));
+        }
+        if !f.members.is_empty() {
+            out.push('\n');
+            out.push_str(&members_table(f));
+        }
+        if !f.groups.is_empty() {
+            out.push('\n');
+            out.push_str(&groups_table(f, doc.now_ms));
+        }
+    }
+    for f in &doc.flows {
+        if let Some(p) = progress(&f.series) {
+            let _ = writeln!(
+                out,
+                "\n{} catching up: records remaining {}, rate {}/s, ETA {}",
+                f.name,
+                p.remaining,
+                count(p.rate.round()),
+                eta(p.eta_secs)
+            );
+        }
+    }
+    out
+}
+
+/// One line per flow: state, rates, lag, latency, totals.
+fn flows_table(doc: &StatusDoc) -> String {
     let rows: Vec<Vec<String>> = doc
         .flows
         .iter()
@@ -226,7 +264,7 @@ pub fn render(doc: &StatusDoc) -> String {
             ]
         })
         .collect();
-    out.push_str(&table(
+    table(
         &[
             "FLOW",
             "STATE",
@@ -238,164 +276,150 @@ pub fn render(doc: &StatusDoc) -> String {
             "REPLICATED",
         ],
         &rows,
+    )
+}
+
+/// One line per topic of the flow, then a line per stopped partition or lost records.
+fn topics_table(f: &FlowDoc, out: &mut String) {
+    let rows: Vec<Vec<String>> = f
+        .topics
+        .iter()
+        .map(|t| {
+            vec![
+                t.source_topic.clone(),
+                t.target_topic.clone(),
+                t.partitions.len().to_string(),
+                count(t.lag as f64),
+                count(t.records_per_second),
+                count(t.records as f64),
+                if t.failed_partitions > 0 {
+                    format!("{} partition(s) stopped", t.failed_partitions)
+                } else if t.lag > 0 {
+                    "catching up".into()
+                } else {
+                    "in sync".into()
+                },
+            ]
+        })
+        .collect();
+    let head = format!("TOPIC ({})", f.name);
+    out.push_str(&table(
+        &[
+            &head,
+            "REMOTE TOPIC",
+            "PARTITIONS",
+            "LAG",
+            "RECORDS/S",
+            "REPLICATED",
+            "STATE",
+        ],
+        &rows,
     ));
-    for f in &doc.flows {
-        if let Some(why) = &f.stopped {
-            let _ = writeln!(out, "\n{}: {why}", f.name);
-        }
-        if !f.topics.is_empty() {
-            out.push('\n');
-            let rows: Vec<Vec<String>> = f
-                .topics
-                .iter()
-                .map(|t| {
-                    vec![
-                        t.source_topic.clone(),
-                        t.target_topic.clone(),
-                        t.partitions.len().to_string(),
-                        count(t.lag as f64),
-                        count(t.records_per_second),
-                        count(t.records as f64),
-                        if t.failed_partitions > 0 {
-                            format!("{} partition(s) stopped", t.failed_partitions)
-                        } else if t.lag > 0 {
-                            "catching up".into()
-                        } else {
-                            "in sync".into()
-                        },
-                    ]
-                })
-                .collect();
-            let head = format!("TOPIC ({})", f.name);
-            out.push_str(&table(
-                &[
-                    &head,
-                    "REMOTE TOPIC",
-                    "PARTITIONS",
-                    "LAG",
-                    "RECORDS/S",
-                    "REPLICATED",
-                    "STATE",
-                ],
-                &rows,
-            ));
-            for t in &f.topics {
-                for p in &t.partitions {
-                    if let Some(why) = &p.failed {
-                        let _ = writeln!(out, "{}/{}: {why}", t.source_topic, p.partition);
-                    }
-                    if p.lost_records > 0 {
-                        let _ = writeln!(
-                            out,
-                            "{}/{}: {} source records were deleted by retention before they could be replicated",
-                            t.source_topic, p.partition, p.lost_records
-                        );
-                    }
-                }
+    for t in &f.topics {
+        for p in &t.partitions {
+            if let Some(why) = &p.failed {
+                let _ = writeln!(out, "{}/{}: {why}", t.source_topic, p.partition);
+            }
+            if p.lost_records > 0 {
+                let _ = writeln!(
+                    out,
+                    "{}/{}: {} source records were deleted by retention before they could be replicated",
+                    t.source_topic, p.partition, p.lost_records
+                );
             }
         }
-        if !f.mirrors.is_empty() {
-            out.push('\n');
-            let rows: Vec<Vec<String>> = f
-                .mirrors
-                .iter()
-                .map(|m| {
-                    let list = |v: &[i32]| {
-                        if v.is_empty() {
-                            "-".to_string()
-                        } else {
-                            v.iter()
-                                .map(|p| p.to_string())
-                                .collect::<Vec<_>>()
-                                .join(",")
-                        }
-                    };
-                    let mapped: Vec<i32> = m.mapped_partitions.iter().map(|x| x.0).collect();
-                    let stopped: Vec<i32> = m.stopped_partitions.iter().map(|x| x.0).collect();
-                    let state = if stopped.is_empty() {
-                        m.state.clone()
-                    } else {
-                        format!("stopped(partitions={})", list(&stopped))
-                    };
-                    vec![
-                        m.topic.clone(),
-                        m.link.clone(),
-                        state,
-                        list(&m.identical_partitions),
-                        list(&mapped),
-                        list(&stopped),
-                    ]
-                })
-                .collect();
-            let head = format!("MIRROR ({})", f.name);
-            out.push_str(&table(
-                &[&head, "LINK", "STATE", "IDENTICAL", "MAPPED", "STOPPED"],
-                &rows,
-            ));
-        }
-        if !f.members.is_empty() {
-            out.push('\n');
-            let rows: Vec<Vec<String>> = f
-                .members
-                .iter()
-                .map(|m| {
-                    vec![
-                        format!(
-                            "{}{}",
-                            m.member_id,
-                            if m.this_instance { " (this)" } else { "" }
-                        ),
-                        m.instance.clone(),
-                        m.partitions.to_string(),
-                        if m.duties { "yes" } else { "-" }.to_string(),
-                    ]
-                })
-                .collect();
-            let head = format!("MEMBER ({})", f.name);
-            out.push_str(&table(&[&head, "INSTANCE", "PARTITIONS", "DUTIES"], &rows));
-        }
-        if !f.groups.is_empty() {
-            out.push('\n');
-            let mut rows = Vec::new();
-            for g in &f.groups {
-                for p in &g.partitions {
-                    rows.push(vec![
-                        g.group.clone(),
-                        p.topic.clone(),
-                        p.partition.to_string(),
-                        p.upstream_offset.to_string(),
-                        p.downstream_offset.to_string(),
-                        ago(now_ms, p.updated_ms),
-                    ]);
+    }
+}
+
+/// One line per mirror topic of the flow.
+fn mirrors_table(f: &FlowDoc) -> String {
+    let rows: Vec<Vec<String>> = f
+        .mirrors
+        .iter()
+        .map(|m| {
+            let list = |v: &[i32]| {
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    v.iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 }
-            }
-            let head = format!("GROUP ({})", f.name);
-            out.push_str(&table(
-                &[
-                    &head,
-                    "TOPIC",
-                    "PARTITION",
-                    "SOURCE OFFSET",
-                    "TARGET OFFSET",
-                    "LAST CHANGE",
-                ],
-                &rows,
-            ));
+            };
+            let mapped: Vec<i32> = m.mapped_partitions.iter().map(|x| x.0).collect();
+            let stopped: Vec<i32> = m.stopped_partitions.iter().map(|x| x.0).collect();
+            let state = if stopped.is_empty() {
+                m.state.clone()
+            } else {
+                format!("stopped(partitions={})", list(&stopped))
+            };
+            vec![
+                m.topic.clone(),
+                m.link.clone(),
+                state,
+                list(&m.identical_partitions),
+                list(&mapped),
+                list(&stopped),
+            ]
+        })
+        .collect();
+    let head = format!("MIRROR ({})", f.name);
+    table(
+        &[&head, "LINK", "STATE", "IDENTICAL", "MAPPED", "STOPPED"],
+        &rows,
+    )
+}
+
+/// One line per member of the flow's group.
+fn members_table(f: &FlowDoc) -> String {
+    let rows: Vec<Vec<String>> = f
+        .members
+        .iter()
+        .map(|m| {
+            vec![
+                format!(
+                    "{}{}",
+                    m.member_id,
+                    if m.this_instance { " (this)" } else { "" }
+                ),
+                m.instance.clone(),
+                m.partitions.to_string(),
+                if m.duties { "yes" } else { "-" }.to_string(),
+            ]
+        })
+        .collect();
+    let head = format!("MEMBER ({})", f.name);
+    table(&[&head, "INSTANCE", "PARTITIONS", "DUTIES"], &rows)
+}
+
+/// One line per checkpointed partition of each consumer group.
+fn groups_table(f: &FlowDoc, now_ms: i64) -> String {
+    let mut rows = Vec::new();
+    for g in &f.groups {
+        for p in &g.partitions {
+            rows.push(vec![
+                g.group.clone(),
+                p.topic.clone(),
+                p.partition.to_string(),
+                p.upstream_offset.to_string(),
+                p.downstream_offset.to_string(),
+                ago(now_ms, p.updated_ms),
+            ]);
         }
     }
-    for f in &doc.flows {
-        if let Some(p) = progress(&f.series) {
-            let _ = writeln!(
-                out,
-                "\n{} catching up: records remaining {}, rate {}/s, ETA {}",
-                f.name,
-                p.remaining,
-                count(p.rate.round()),
-                eta(p.eta_secs)
-            );
-        }
-    }
-    out
+    let head = format!("GROUP ({})", f.name);
+    table(
+        &[
+            &head,
+            "TOPIC",
+            "PARTITION",
+            "SOURCE OFFSET",
+            "TARGET OFFSET",
+            "LAST CHANGE",
+        ],
+        &rows,
+    )
 }
 
 #[cfg(test)]
