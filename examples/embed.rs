@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use strait::Replicator;
+use strait::{Replicator, ReplicatorError};
 
 #[tokio::main]
 async fn main() {
@@ -23,11 +23,22 @@ async fn main() {
     let seconds: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(60);
     if let Err(e) = run(config, flow, Duration::from_secs(seconds)).await {
         eprintln!("embed: {e}");
+        // What the gateway tells its operator depends on what failed.
+        let hint = match &e {
+            ReplicatorError::Config(c) => format!("fix `{}` in {}", c.key, c.origin),
+            ReplicatorError::UnknownFlow { known, .. } => {
+                format!("run one of: {}", known.join(", "))
+            }
+            ReplicatorError::Http { addr, .. } => format!("choose another address than {addr}"),
+            ReplicatorError::Auth(_) => "check the cluster's credentials".to_string(),
+            _ => "see the log".to_string(),
+        };
+        eprintln!("embed: {hint}");
         std::process::exit(1);
     }
 }
 
-async fn run(config: &str, flow: &str, limit: Duration) -> Result<(), strait::Error> {
+async fn run(config: &str, flow: &str, limit: Duration) -> Result<(), strait::ReplicatorError> {
     let replicator = Replicator::builder_from_file(config)?
         .only_flow(flow)
         .start()?;

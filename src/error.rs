@@ -8,6 +8,7 @@ use crate::records::RecordsError;
 
 /// Where an error happened. Every field is optional; [`Error`]'s message names those set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Context {
     /// Cluster alias (or bootstrap address when no alias is known).
     pub cluster: Option<String>,
@@ -23,6 +24,7 @@ pub struct Context {
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// A socket error.
     #[error("{0}")]

@@ -19,16 +19,6 @@ use regex::Regex;
 
 use crate::naming::ReplicationPolicy;
 
-/// MM2's default include list for both topics and groups (`topics`, `groups`): everything.
-pub const MM2_DEFAULT_INCLUDE: &[&str] = &[".*"];
-
-/// MM2's default `topics.exclude`: Connect/MM2 internal topics, legacy MM1 `.replica` topics and
-/// Kafka's `__` topics.
-pub const MM2_DEFAULT_TOPICS_EXCLUDE: &[&str] = &[r".*[\-\.]internal", r".*\.replica", "__.*"];
-
-/// MM2's default `groups.exclude`: console consumers, Connect workers and `__` groups.
-pub const MM2_DEFAULT_GROUPS_EXCLUDE: &[&str] = &["console-consumer-.*", "connect-.*", "__.*"];
-
 /// An include list and an exclude list of whole-name regular expressions.
 #[derive(Debug, Clone)]
 pub struct NameFilter {
@@ -46,24 +36,6 @@ impl NameFilter {
         })
     }
 
-    /// MM2's default topic filter: include [`MM2_DEFAULT_INCLUDE`], exclude
-    /// [`MM2_DEFAULT_TOPICS_EXCLUDE`].
-    pub fn mm2_default_topics() -> Result<NameFilter, regex::Error> {
-        NameFilter::new(
-            &to_strings(MM2_DEFAULT_INCLUDE),
-            &to_strings(MM2_DEFAULT_TOPICS_EXCLUDE),
-        )
-    }
-
-    /// MM2's default group filter: include [`MM2_DEFAULT_INCLUDE`], exclude
-    /// [`MM2_DEFAULT_GROUPS_EXCLUDE`].
-    pub fn mm2_default_groups() -> Result<NameFilter, regex::Error> {
-        NameFilter::new(
-            &to_strings(MM2_DEFAULT_INCLUDE),
-            &to_strings(MM2_DEFAULT_GROUPS_EXCLUDE),
-        )
-    }
-
     /// Whether some include pattern matches the whole name.
     pub fn is_included(&self, name: &str) -> bool {
         self.include.iter().any(|re| re.is_match(name))
@@ -78,10 +50,6 @@ impl NameFilter {
     pub fn matches(&self, name: &str) -> bool {
         self.is_included(name) && !self.is_excluded(name)
     }
-}
-
-fn to_strings(patterns: &[&str]) -> Vec<String> {
-    patterns.iter().map(|p| (*p).to_owned()).collect()
 }
 
 fn compile_all(patterns: &[String]) -> Result<Vec<Regex>, regex::Error> {
@@ -168,7 +136,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn strings(v: &[&str]) -> Vec<String> {
-        to_strings(v)
+        v.iter().map(|p| (*p).to_owned()).collect()
     }
 
     fn filter(include: &[&str], exclude: &[&str]) -> NameFilter {
@@ -225,7 +193,11 @@ mod tests {
 
     #[test]
     fn mm2_default_topic_excludes() {
-        let f = NameFilter::mm2_default_topics().unwrap();
+        // The defaults a configuration gets (MM2's).
+        let f = filter(
+            crate::config::DEFAULT_TOPICS,
+            crate::config::DEFAULT_TOPICS_EXCLUDE,
+        );
         for t in [
             "orders",
             "global_iot",
@@ -252,7 +224,10 @@ mod tests {
 
     #[test]
     fn mm2_default_group_excludes() {
-        let f = NameFilter::mm2_default_groups().unwrap();
+        let f = filter(
+            crate::config::DEFAULT_GROUPS,
+            crate::config::DEFAULT_GROUPS_EXCLUDE,
+        );
         for g in [
             "payments",
             "app-consumer",

@@ -5,62 +5,112 @@
 //! through [`Replicator`]:
 //!
 //! ```no_run
-//! # async fn embed() -> Result<(), strait::Error> {
-//! let config = strait::config::load(std::path::Path::new("strait.toml"))
-//!     .map_err(|e| strait::Error::invalid(e.to_string()))?;
-//! let replicator = strait::Replicator::builder(config).start()?;
+//! use strait::{Replicator, ReplicatorError};
+//!
+//! # async fn embed() -> Result<(), ReplicatorError> {
+//! let config = strait::config::load(std::path::Path::new("strait.toml"))?;
+//! let replicator = match Replicator::builder(config).http("127.0.0.1:0").start() {
+//!     Ok(r) => r,
+//!     // The listener's port is taken: run without the status page.
+//!     Err(ReplicatorError::Http { addr, problem, .. }) => {
+//!         eprintln!("no status page on {addr}: {problem}");
+//!         Replicator::builder_from_file("strait.toml")?.start()?
+//!     }
+//!     Err(e) => return Err(e),
+//! };
 //! // ... the program's own work ...
 //! println!("ready: {}", replicator.status().ready);
-//! replicator.shutdown().await?;
+//! match replicator.shutdown().await {
+//!     Err(ReplicatorError::Auth(e)) => eprintln!("a cluster refused strait: {e}"),
+//!     other => other?,
+//! }
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! Layers, from the bytes up:
-//! - [`records`]: record batches, sans-io (split, header rewrite with CRC upkeep, codecs).
-//! - [`protocol`]: the Kafka wire protocol, sans-io (framing, bounded response decoders).
-//! - [`client`]: the async shell (connections, broker pool, metadata, typed requests).
-//! - [`sasl`], [`tls`], [`secret`]: secure clusters (SASL PLAIN/SCRAM, TLS, secrets kept out of
-//!   logs and messages).
-//! - [`metrics`], [`observe`]: metrics, the REST API, the status page and its HTTP server.
-//! - [`replicate`]: flows, with [`mirror`] topics and scale-out through [`assignment`];
-//!   [`Replicator`] on top.
+//! The documented API:
+//! - [`Replicator`] and [`ReplicatorBuilder`]: start flows, read and follow their status, stop
+//!   them.
+//! - [`config`]: the configuration model, [`config::load`] and [`config::validate`].
+//! - [`status`]: the status documents (the same as the REST API's `/api/status`).
+//! - [`ReplicatorError`], and [`Error`] for a cluster's error (it names cluster, broker, topic,
+//!   partition and offset).
 //!
-//! Modules hidden from this documentation (`bench`, `local_broker`, `local_kafka`, `table`)
-//! serve strait's own command, benchmark and tests; they are not part of the API and change
-//! without notice.
+//! The other public modules are hidden from this documentation: they serve strait's own
+//! command (`src/main.rs` and `src/cli/`), its integration and protocol tests, benchmarks,
+//! examples and fuzz targets, which are separate crates and so can only reach `pub` items. They are not part of
+//! the API and change without notice.
 //!
 //! The library never owns the process: no global state, no printing, no `exit`.
 
 #![deny(missing_docs)]
 
+pub mod config;
+mod error;
+mod filter;
+mod metrics;
+mod replicator;
+pub mod status;
+mod tls;
+
+// Hidden, `pub` only for strait's own crates (see the crate documentation); each line says
+// which of them reaches in.
+
+// Scale-out assignment: `strait members` and tests/handover.rs.
+#[doc(hidden)]
 pub mod assignment;
+// `strait bench` and tests/bench.rs.
 #[doc(hidden)]
 pub mod bench;
+// The Kafka client: the CLI's commands, integration tests, examples/fill.rs.
+#[doc(hidden)]
 pub mod client;
-pub mod config;
-pub mod error;
-pub mod filter;
+// Batch planning (split, sequence, re-encode): the protocol conformance tests
+// (protocol-tests/planner.rs).
+#[doc(hidden)]
 pub mod forward;
+// In-process brokers: `strait demo` and `strait bench`.
 #[doc(hidden)]
 pub mod local_broker;
+// Apache Kafka clusters for integration tests.
 #[doc(hidden)]
 pub mod local_kafka;
-pub mod metrics;
+// Mirror topics: `strait mirror`.
+#[doc(hidden)]
 pub mod mirror;
+// MirrorMaker 2 record formats: `strait demo` and tests/mm2_interop.rs.
+#[doc(hidden)]
 pub mod mm2;
+// Remote topic naming: tests/mm2_interop.rs.
+#[doc(hidden)]
 pub mod naming;
+// Metrics, the REST API and its HTTP server: `strait status`, the `http_head` fuzz target.
+#[doc(hidden)]
 pub mod observe;
+// Offset translation: `strait mirror`, tests/mm2_interop.rs, the `offset_map` fuzz target.
+#[doc(hidden)]
 pub mod offsets;
+// The Kafka wire protocol: the CLI, tests/forward.rs, protocol-tests/, benches, the
+// `responses` fuzz target.
+#[doc(hidden)]
 pub mod protocol;
+// Record batches: the CLI, tests, benches, examples/fill.rs and the batch and codec fuzz
+// targets.
+#[doc(hidden)]
 pub mod records;
+// The replication engine: the CLI's commands, integration tests, examples/fill.rs, the
+// `offset_map` fuzz target.
+#[doc(hidden)]
 pub mod replicate;
-pub mod replicator;
+// SASL: protocol-tests/sasl.rs and the `scram` fuzz target.
+#[doc(hidden)]
 pub mod sasl;
+// Secrets: `strait status` (its bearer token), protocol-tests/sasl.rs.
+#[doc(hidden)]
 pub mod secret;
+// Plain-text tables: the CLI's output.
 #[doc(hidden)]
 pub mod table;
-pub mod tls;
 
-pub use error::{Error, ErrorKind, Result};
-pub use replicator::{Replicator, ReplicatorBuilder};
+pub use error::{Context, Error, ErrorKind, Result};
+pub use replicator::{Replicator, ReplicatorBuilder, ReplicatorError};

@@ -382,13 +382,6 @@ fn escape_into(s: &mut String, v: &str) {
     }
 }
 
-/// Escapes a label value: backslash, double quote and newline.
-pub fn escape_label(v: &str) -> String {
-    let mut s = String::with_capacity(v.len());
-    escape_into(&mut s, v);
-    s
-}
-
 fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }

@@ -290,8 +290,21 @@ impl Report {
 
     /// The report as text, one figure a line.
     pub fn render(&self) -> String {
-        let s = &self.settings;
         let mut o = String::new();
+        self.render_settings(&mut o);
+        let _ = writeln!(o);
+        self.render_transfers(&mut o);
+        let _ = writeln!(o);
+        self.render_costs(&mut o);
+        self.render_brokers(&mut o);
+        let _ = writeln!(o);
+        self.render_latency(&mut o);
+        o
+    }
+
+    /// What was measured: records, codec, clusters, topics.
+    fn render_settings(&self, o: &mut String) {
+        let s = &self.settings;
         let _ = writeln!(
             o,
             "strait bench: {} records of {} B, {} partitions, codec {}, {} records a batch, {} keys",
@@ -315,31 +328,24 @@ impl Report {
             s.topic,
             s.remote_topic
         );
-        let _ = writeln!(o);
-        let line = |o: &mut String, what: &str, t: &Transfer, extra: String| {
-            let _ = writeln!(
-                o,
-                "{what:<34} {:>9.1} MB {:>7.2} s {:>8.1} MB/s {:>10.0} records/s{extra}",
-                t.bytes as f64 / 1e6,
-                t.seconds,
-                t.mb_per_s(),
-                t.records_per_s()
-            );
-        };
-        line(
-            &mut o,
+    }
+
+    /// The three transfers: fill, ceiling, strait.
+    fn render_transfers(&self, o: &mut String) {
+        transfer_line(
+            o,
             "fill (direct write to source)",
             &self.fill,
             String::new(),
         );
-        line(
-            &mut o,
+        transfer_line(
+            o,
             "ceiling (direct write to target)",
             &self.ceiling,
             String::new(),
         );
-        line(
-            &mut o,
+        transfer_line(
+            o,
             "strait (first to last record)",
             &self.strait,
             format!("  = {:.2} of the ceiling", self.ceiling_fraction()),
@@ -349,20 +355,12 @@ impl Report {
             "{:<34} {:>9} records on the target, {:.2} s from process start",
             "", self.target_records, self.strait_total_seconds
         );
-        let _ = writeln!(o);
-        let cost = |o: &mut String, what: &str, c: &ProcessCost, per_gb: f64, extra: String| {
-            let _ = writeln!(
-                o,
-                "{what:<34} {:>7.2} CPU-s (user {:.2}, sys {:.2}) {:>6.2} CPU-s/GB  peak RSS {:.1} MB{extra}",
-                c.cpu_seconds(),
-                c.user_seconds,
-                c.system_seconds,
-                per_gb,
-                c.peak_rss_bytes as f64 / 1e6
-            );
-        };
-        cost(
-            &mut o,
+    }
+
+    /// CPU and memory of strait and of the floor (the socket relay).
+    fn render_costs(&self, o: &mut String) {
+        cost_line(
+            o,
             "strait process",
             &self.strait_process,
             self.strait_cpu_per_gb(),
@@ -393,13 +391,17 @@ impl Report {
         } else {
             String::new()
         };
-        cost(
-            &mut o,
+        cost_line(
+            o,
             "floor (socket relay, 1 MiB buffer)",
             &self.relay_process,
             self.relay_cpu_per_gb(),
             format!(", {:.1} MB/s{runs}", self.relay.mb_per_s()),
         );
+    }
+
+    /// CPU of the local brokers, and how busy the machine was.
+    fn render_brokers(&self, o: &mut String) {
         if let Some(b) = &self.brokers {
             let f = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "?".into());
             let _ = writeln!(
@@ -431,7 +433,10 @@ impl Report {
                 i.core_share() * 100.0
             );
         }
-        let _ = writeln!(o);
+    }
+
+    /// Latency at a fixed rate, with and without strait.
+    fn render_latency(&self, o: &mut String) {
         match &self.latency {
             Some(l) => {
                 let _ = writeln!(
@@ -474,8 +479,32 @@ impl Report {
                 let _ = writeln!(o, "latency: not measured");
             }
         }
-        o
     }
+}
+
+/// One transfer: size, time, throughput.
+fn transfer_line(o: &mut String, what: &str, t: &Transfer, extra: String) {
+    let _ = writeln!(
+        o,
+        "{what:<34} {:>9.1} MB {:>7.2} s {:>8.1} MB/s {:>10.0} records/s{extra}",
+        t.bytes as f64 / 1e6,
+        t.seconds,
+        t.mb_per_s(),
+        t.records_per_s()
+    );
+}
+
+/// One process's cost: CPU seconds, CPU per GB, peak memory.
+fn cost_line(o: &mut String, what: &str, c: &ProcessCost, per_gb: f64, extra: String) {
+    let _ = writeln!(
+        o,
+        "{what:<34} {:>7.2} CPU-s (user {:.2}, sys {:.2}) {:>6.2} CPU-s/GB  peak RSS {:.1} MB{extra}",
+        c.cpu_seconds(),
+        c.user_seconds,
+        c.system_seconds,
+        per_gb,
+        c.peak_rss_bytes as f64 / 1e6
+    );
 }
 
 fn ratio(a: f64, b: f64) -> f64 {

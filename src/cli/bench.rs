@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use strait::bench::data::DataShape;
 use strait::bench::{relay, BenchOptions};
-use strait::error::{Error, Result};
 use strait::local_broker::LocalBroker;
 use strait::records::Compression;
+use strait::{Error, Result};
 
 /// Arguments of `strait bench`.
 #[derive(Debug, clap::Args)]

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strait::client::{Cluster, ClusterConfig, LATEST};
-use strait::error::{Error, Result};
 use strait::local_broker::{nisshi_path, BrokerKind, LocalBroker};
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::records::record::{
     decode_records, encode_batch, BatchHeaderFields, Record, RecordHeader,
 };
 use strait::records::{split, Compression, Entry, HeaderRewrite, RecordBatch};
+use strait::{Error, Result};
 
 /// Arguments of `strait demo`.
 #[derive(Debug, clap::Args)]
@@ -224,10 +224,61 @@ pub fn broker_kind(
     }
 }
 
+/// The topic written on cluster_a, its copy on cluster_b, and its partitions.
+const TOPIC: &str = "global_iot";
+const REMOTE: &str = "cluster_a.global_iot";
+const PARTITIONS: i32 = 5;
+
+/// The two local clusters and a client of each (the clients are dropped first).
+struct Clusters {
+    source: Cluster,
+    target: Cluster,
+    a: LocalBroker,
+    b: LocalBroker,
+}
+
 /// Runs the demo and returns the report.
 pub async fn run(args: &DemoArgs) -> Result<String> {
     let kind = broker_kind(args.broker, args.nisshi.as_deref(), false)?;
-    let mut out = String::new();
+    let c = start_clusters(&kind).await?;
+    let first = args.records / 2;
+    seed(&c.source, first, args.codec).await?;
+    let config_path = write_config(&c)?;
+    let config = strait::config::load(&config_path).map_err(|e| Error::invalid(e.to_string()))?;
+    eprintln!("strait run --config {} (in this process): flows cluster_a->cluster_b, cluster_b->cluster_a", config_path.display());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let engine =
+        strait::replicate::spawn(config, stop_rx).map_err(|e| Error::invalid(e.to_string()))?;
+    // Live data while the flows run.
+    let producer = spawn_producer(&c, first, args.records - first, args.codec);
+    watch_until_caught_up(&c, &engine, &producer).await?;
+    match producer.await {
+        Ok(r) => r?,
+        Err(e) => return Err(Error::invalid(format!("producer task failed: {e}"))),
+    }
+    // Let a couple of heartbeats make the round trip.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let _ = stop.send(true);
+    match engine.done.await {
+        Ok(r) => r?,
+        Err(e) => return Err(Error::invalid(format!("engine failed: {e}"))),
+    }
+    let (mut out, ok) = report(&c).await?;
+    let _ = writeln!(out, "config used: {}", config_path.display());
+    if args.keep {
+        keep_running(&c, &config_path, &mut out).await;
+    }
+    drop(c);
+    if !ok {
+        return Err(Error::invalid(format!(
+            "{out}\nreplica differs from source"
+        )));
+    }
+    Ok(out)
+}
+
+/// Starts cluster_a and cluster_b and connects to each.
+async fn start_clusters(kind: &BrokerKind) -> Result<Clusters> {
     eprintln!(
         "starting two local clusters ({}) ...",
         match kind {
@@ -235,49 +286,69 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
             BrokerKind::Nisshi(_) => "nisshi",
         }
     );
-    let a = LocalBroker::start_kind(&kind, "cluster_a").await?;
-    let b = LocalBroker::start_kind(&kind, "cluster_b").await?;
+    let a = LocalBroker::start_kind(kind, "cluster_a").await?;
+    let b = LocalBroker::start_kind(kind, "cluster_b").await?;
     let source = Cluster::connect(ClusterConfig::new(a.name(), a.addr())).await?;
     let target = Cluster::connect(ClusterConfig::new(b.name(), b.addr())).await?;
-    let (topic, remote, partitions) = ("global_iot", "cluster_a.global_iot", 5);
-    source.create_topic(topic, partitions, 1, &[]).await?;
+    Ok(Clusters {
+        source,
+        target,
+        a,
+        b,
+    })
+}
+
+/// Creates the topic on cluster_a and writes its first `first` readings.
+async fn seed(source: &Cluster, first: usize, codec: Compression) -> Result<()> {
+    source.create_topic(TOPIC, PARTITIONS, 1, &[]).await?;
     // Apache Kafka answers CreateTopics before the new partitions' leader knows it leads them:
     // wait until each answers ListOffsets (retried) before writing.
-    let all: Vec<i32> = (0..partitions).collect();
-    source.list_offsets(topic, &all, LATEST).await?;
-    let first = args.records / 2;
+    let all: Vec<i32> = (0..PARTITIONS).collect();
+    source.list_offsets(TOPIC, &all, LATEST).await?;
     eprintln!(
-        "writing {first} readings ({}) to {topic} on cluster_a ...",
-        args.codec.name()
+        "writing {first} readings ({}) to {TOPIC} on cluster_a ...",
+        codec.name()
     );
-    fill(&source, topic, partitions, 0, first, args.codec).await?;
+    fill(source, TOPIC, PARTITIONS, 0, first, codec).await
+}
 
+/// Writes the lab configuration for the two clusters to a temporary directory.
+fn write_config(c: &Clusters) -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("strait-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(Error::from)?;
     let config_path = dir.join("lab.toml");
-    std::fs::write(&config_path, lab_config(a.addr(), b.addr())).map_err(Error::from)?;
-    let config = strait::config::load(&config_path).map_err(|e| Error::invalid(e.to_string()))?;
-    eprintln!("strait run --config {} (in this process): flows cluster_a->cluster_b, cluster_b->cluster_a", config_path.display());
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let engine = strait::replicate::spawn(config, stop_rx)?;
+    std::fs::write(&config_path, lab_config(c.a.addr(), c.b.addr())).map_err(Error::from)?;
+    Ok(config_path)
+}
 
-    // Live data while the flows run.
-    let rest = args.records - first;
-    let producer = {
-        let cfg = ClusterConfig::new(a.name(), a.addr());
-        let codec = args.codec;
-        tokio::spawn(async move {
-            let c = Cluster::connect(cfg).await?;
-            let step = (rest / 10).max(1);
-            let mut i = 0;
-            while i < rest {
-                fill(&c, topic, partitions, first + i, step.min(rest - i), codec).await?;
-                i += step;
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-            Ok::<(), Error>(())
-        })
-    };
+/// Writes the remaining `rest` readings (from `first` on) in ten steps, 300 ms apart.
+fn spawn_producer(
+    c: &Clusters,
+    first: usize,
+    rest: usize,
+    codec: Compression,
+) -> tokio::task::JoinHandle<Result<()>> {
+    let cfg = ClusterConfig::new(c.a.name(), c.a.addr());
+    tokio::spawn(async move {
+        let c = Cluster::connect(cfg).await?;
+        let step = (rest / 10).max(1);
+        let mut i = 0;
+        while i < rest {
+            fill(&c, TOPIC, PARTITIONS, first + i, step.min(rest - i), codec).await?;
+            i += step;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        Ok::<(), Error>(())
+    })
+}
+
+/// Prints the flows' progress every half second until the producer is done and cluster_b's
+/// copy ends where cluster_a's topic does (or a minute passed).
+async fn watch_until_caught_up(
+    c: &Clusters,
+    engine: &strait::replicate::Engine,
+    producer: &tokio::task::JoinHandle<Result<()>>,
+) -> Result<()> {
     let started = Instant::now();
     let deadline = started + Duration::from_secs(60);
     let mut producing = true;
@@ -296,38 +367,54 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
         eprintln!("{line}");
         if !producing {
             let (sa, sb) = (
-                ends(&source, topic, partitions).await?,
-                ends(&target, remote, partitions).await.unwrap_or_default(),
+                ends(&c.source, TOPIC, PARTITIONS).await?,
+                ends(&c.target, REMOTE, PARTITIONS)
+                    .await
+                    .unwrap_or_default(),
             );
             if sa == sb {
-                break;
+                return Ok(());
             }
         }
         if Instant::now() > deadline {
-            break;
+            return Ok(());
         }
     }
-    match producer.await {
-        Ok(r) => r?,
-        Err(e) => return Err(Error::invalid(format!("producer task failed: {e}"))),
-    }
-    // Let a couple of heartbeats make the round trip.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let _ = stop.send(true);
-    match engine.done.await {
-        Ok(r) => r?,
-        Err(e) => return Err(Error::invalid(format!("engine failed: {e}"))),
-    }
+}
 
-    let (sa, sb) = (
-        ends(&source, topic, partitions).await?,
-        ends(&target, remote, partitions).await?,
-    );
+/// The side-by-side report, and whether every partition matches with no loop.
+async fn report(c: &Clusters) -> Result<(String, bool)> {
+    let mut out = String::new();
     let _ = writeln!(
         out,
-        "strait demo: {topic} on cluster_a ({}) -> {remote} on cluster_b ({})\n",
-        a.addr(),
-        b.addr()
+        "strait demo: {TOPIC} on cluster_a ({}) -> {REMOTE} on cluster_b ({})\n",
+        c.a.addr(),
+        c.b.addr()
+    );
+    let all_same = report_log_ends(c, &mut out).await?;
+    let _ = writeln!(out, "\nfirst records of {REMOTE} partition 0 on cluster_b:");
+    for (off, k, v) in first_records(&c.target, REMOTE, 0, 3).await? {
+        let _ = writeln!(out, "  offset {off:>3}  key {k}  value {v}");
+    }
+    let looped = report_topics(c, &mut out).await?;
+    let ok = all_same && !looped;
+    let _ = writeln!(
+        out,
+        "\nresult: {}",
+        if ok {
+            "every partition matches"
+        } else {
+            "MISMATCH"
+        }
+    );
+    Ok((out, ok))
+}
+
+/// Both log ends of each partition; whether they are all the same.
+async fn report_log_ends(c: &Clusters, out: &mut String) -> Result<bool> {
+    let (sa, sb) = (
+        ends(&c.source, TOPIC, PARTITIONS).await?,
+        ends(&c.target, REMOTE, PARTITIONS).await?,
     );
     let _ = writeln!(
         out,
@@ -343,39 +430,25 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
             if x == y { "yes" } else { "NO" }
         );
     }
-    let _ = writeln!(out, "\nfirst records of {remote} partition 0 on cluster_b:");
-    for (off, k, v) in first_records(&target, remote, 0, 3).await? {
-        let _ = writeln!(out, "  offset {off:>3}  key {k}  value {v}");
-    }
-    let topics_a: Vec<String> = source
-        .metadata(None)
-        .await?
-        .topics
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    let topics_b: Vec<String> = target
-        .metadata(None)
-        .await?
-        .topics
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    let mut ta = topics_a.clone();
-    ta.sort();
-    let mut tb = topics_b.clone();
-    tb.sort();
-    let _ = writeln!(out, "\ntopics on cluster_a: {}", ta.join(", "));
-    let _ = writeln!(out, "topics on cluster_b: {}", tb.join(", "));
+    Ok(all_same)
+}
+
+/// The topics and heartbeats on each cluster; whether a flow looped (cluster_a holds a copy
+/// of its own copy).
+async fn report_topics(c: &Clusters, out: &mut String) -> Result<bool> {
+    let topics_a = topic_names(&c.source).await?;
+    let topics_b = topic_names(&c.target).await?;
+    let _ = writeln!(out, "\ntopics on cluster_a: {}", topics_a.join(", "));
+    let _ = writeln!(out, "topics on cluster_b: {}", topics_b.join(", "));
     let _ = writeln!(
         out,
         "heartbeats on cluster_a: {}",
-        heartbeats(&source).await?.join(", ")
+        heartbeats(&c.source).await?.join(", ")
     );
     let _ = writeln!(
         out,
         "heartbeats on cluster_b: {}",
-        heartbeats(&target).await?.join(", ")
+        heartbeats(&c.target).await?.join(", ")
     );
     let looped = topics_a
         .iter()
@@ -389,36 +462,33 @@ pub async fn run(args: &DemoArgs) -> Result<String> {
             "no cluster_b.cluster_a.* topic on cluster_a (no loop)"
         }
     );
-    let ok = all_same && !looped;
+    Ok(looped)
+}
+
+/// The cluster's topic names, sorted.
+async fn topic_names(cluster: &Cluster) -> Result<Vec<String>> {
+    let mut names: Vec<String> = cluster
+        .metadata(None)
+        .await?
+        .topics
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// `--keep`: prints the report and what to try, then waits for Ctrl-C.
+async fn keep_running(c: &Clusters, config_path: &std::path::Path, out: &mut String) {
     let _ = writeln!(
         out,
-        "\nresult: {}",
-        if ok {
-            "every partition matches"
-        } else {
-            "MISMATCH"
-        }
+        "\nclusters stay up until Ctrl-C. Try:\n  strait probe --bootstrap {}\n  strait probe --bootstrap {} --internal\n  strait run --config {}\n  strait topics --config {} --source cluster_a --target cluster_b --list",
+        c.a.addr(),
+        c.b.addr(),
+        config_path.display(),
+        config_path.display()
     );
-    let _ = writeln!(out, "config used: {}", config_path.display());
-    if args.keep {
-        let _ = writeln!(
-            out,
-            "\nclusters stay up until Ctrl-C. Try:\n  strait probe --bootstrap {}\n  strait probe --bootstrap {} --internal\n  strait run --config {}\n  strait topics --config {} --source cluster_a --target cluster_b --list",
-            a.addr(),
-            b.addr(),
-            config_path.display(),
-            config_path.display()
-        );
-        print!("{out}");
-        out.clear();
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    drop((source, target));
-    drop((a, b));
-    if !ok {
-        return Err(Error::invalid(format!(
-            "{out}\nreplica differs from source"
-        )));
-    }
-    Ok(out)
+    print!("{out}");
+    out.clear();
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use strait::config::Config;
-use strait::error::{Error, Result};
 use strait::replicate::lists::{self, ListKind, Lists};
+use strait::{Error, Result};
 
 /// Arguments of `strait topics` and `strait groups`.
 #[derive(Debug, clap::Args)]

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::DescribeGroupsResponse;
 use strait::assignment::{Assignment, WorkItem};
-use strait::error::{Error, Result};
 use strait::replicate::lists::CONTROL_TOPIC;
 use strait::replicate::membership::{
     assignment_key, group_id, held_key, StoredAssignment, StoredHeld,
 };
 use strait::replicate::store;
+use strait::{Error, Result};
 
 /// Arguments of `strait members`.
 #[derive(Debug, clap::Args)]

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use strait::client::{Cluster, EARLIEST, LATEST};
 use strait::config::{Config, FlowConfig, FlowMode};
-use strait::error::{Error, Result};
 use strait::mirror::{
     lag, offsets_mode, GroupFilters, LinkSettings, MirrorAction, MirrorCommand,
     MirrorPartitionStatus, MirrorRecord, MirrorState,
@@ -18,6 +17,7 @@ use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::records::batch::{split, Entry};
 use strait::replicate::mirrors::{self, ControlView};
 use strait::replicate::store;
+use strait::{Error, Result};
 
 /// Arguments of `strait mirror`.
 #[derive(Debug, clap::Args)]

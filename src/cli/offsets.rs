@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use strait::client::Cluster;
-use strait::error::{Error, Result};
 use strait::replicate::groups;
+use strait::{Error, Result};
 
 /// Arguments of `strait offsets` and `strait failover`.
 #[derive(Debug, clap::Args)]

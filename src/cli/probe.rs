@@ -6,8 +6,10 @@ use std::time::Duration;
 use kafka_protocol::messages::ApiKey;
 
 use strait::client::{Cluster, ClusterConfig, EARLIEST, LATEST};
-use strait::error::{Error, Result};
+use strait::protocol::api_versions::ApiVersionsResponse;
+use strait::protocol::metadata::{MetadataResponse, TopicMeta};
 use strait::protocol::supported_versions;
+use strait::{Error, Result};
 
 /// Arguments of `strait probe`.
 #[derive(Debug, clap::Args)]
@@ -36,6 +38,32 @@ pub struct ProbeArgs {
 
 /// Runs the probe and returns the report text.
 pub async fn run(args: &ProbeArgs) -> Result<String> {
+    let cluster = connect(args).await?;
+    let topics = if args.topic.is_empty() {
+        None
+    } else {
+        Some(args.topic.as_slice())
+    };
+    let meta = cluster.metadata(topics).await?;
+    let versions = cluster.api_versions().await?;
+    let mut out = String::new();
+    write_brokers(&mut out, &cluster, &meta);
+    write_versions(&mut out, &versions);
+    let mut topics: Vec<_> = meta
+        .topics
+        .iter()
+        .filter(|t| args.internal || !t.is_internal)
+        .collect();
+    topics.sort_by(|a, b| a.name.cmp(&b.name));
+    let _ = writeln!(out, "topics: {}", topics.len());
+    for t in topics {
+        write_topic(&mut out, &cluster, t).await;
+    }
+    Ok(out)
+}
+
+/// Connects to the cluster given by `--bootstrap`, or by `--config` and `--cluster`.
+async fn connect(args: &ProbeArgs) -> Result<Cluster> {
     let mut cfg = match (&args.config, &args.cluster, &args.bootstrap) {
         (Some(path), Some(alias), _) => {
             let config = strait::config::load(path).map_err(|e| Error::invalid(e.to_string()))?;
@@ -51,15 +79,11 @@ pub async fn run(args: &ProbeArgs) -> Result<String> {
     cfg.connection.connect_timeout = Duration::from_secs(args.timeout);
     cfg.connection.request_timeout = Duration::from_secs(args.timeout);
     cfg.retries = 2;
-    let cluster = Cluster::connect(cfg).await?;
-    let topics = if args.topic.is_empty() {
-        None
-    } else {
-        Some(args.topic.as_slice())
-    };
-    let meta = cluster.metadata(topics).await?;
-    let versions = cluster.api_versions().await?;
-    let mut out = String::new();
+    Cluster::connect(cfg).await
+}
+
+/// The cluster id, the controller and the brokers.
+fn write_brokers(out: &mut String, cluster: &Cluster, meta: &MetadataResponse) {
     let _ = writeln!(
         out,
         "cluster id:  {}",
@@ -80,6 +104,10 @@ pub async fn run(args: &ProbeArgs) -> Result<String> {
                 .unwrap_or_default()
         );
     }
+}
+
+/// The API versions strait and the broker support, and the one used.
+fn write_versions(out: &mut String, versions: &ApiVersionsResponse) {
     let _ = writeln!(out, "api versions (strait / broker / used):");
     for key in ApiKey::iter() {
         let Some(ours) = supported_versions(key) else {
@@ -103,66 +131,60 @@ pub async fn run(args: &ProbeArgs) -> Result<String> {
             used
         );
     }
-    let mut topics: Vec<_> = meta
-        .topics
-        .iter()
-        .filter(|t| args.internal || !t.is_internal)
-        .collect();
-    topics.sort_by(|a, b| a.name.cmp(&b.name));
-    let _ = writeln!(out, "topics: {}", topics.len());
-    for t in topics {
-        if t.error_code != 0 {
-            let _ = writeln!(
-                out,
-                "  {}  error {}",
-                t.name,
-                strait::protocol::error_code::name(t.error_code)
-            );
-            continue;
-        }
+}
+
+/// One topic: its partitions with leader, log start and end, and ISR.
+async fn write_topic(out: &mut String, cluster: &Cluster, t: &TopicMeta) {
+    if t.error_code != 0 {
         let _ = writeln!(
             out,
-            "  {}  partitions {}{}",
+            "  {}  error {}",
             t.name,
-            t.partitions.len(),
-            if t.is_internal { "  (internal)" } else { "" }
+            strait::protocol::error_code::name(t.error_code)
         );
-        let mut parts: Vec<_> = t.partitions.iter().collect();
-        parts.sort_by_key(|p| p.partition);
-        let ids: Vec<i32> = parts.iter().map(|p| p.partition).collect();
-        let starts = cluster.list_offsets(&t.name, &ids, EARLIEST).await;
-        let ends = cluster.list_offsets(&t.name, &ids, LATEST).await;
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {}  partitions {}{}",
+        t.name,
+        t.partitions.len(),
+        if t.is_internal { "  (internal)" } else { "" }
+    );
+    let mut parts: Vec<_> = t.partitions.iter().collect();
+    parts.sort_by_key(|p| p.partition);
+    let ids: Vec<i32> = parts.iter().map(|p| p.partition).collect();
+    let starts = cluster.list_offsets(&t.name, &ids, EARLIEST).await;
+    let ends = cluster.list_offsets(&t.name, &ids, LATEST).await;
+    let _ = writeln!(
+        out,
+        "    {:>9} {:>6} {:>12} {:>12} {:>8}  isr",
+        "partition", "leader", "log start", "log end", "records"
+    );
+    for p in parts {
+        let find = |r: &Result<Vec<(i32, i64)>>| {
+            r.as_ref()
+                .ok()
+                .and_then(|v| v.iter().find(|(i, _)| *i == p.partition).map(|x| x.1))
+        };
+        let (s, e) = (find(&starts), find(&ends));
+        let show = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_else(|| "?".to_string());
+        let count = match (s, e) {
+            (Some(s), Some(e)) => (e - s).to_string(),
+            _ => "?".to_string(),
+        };
         let _ = writeln!(
             out,
-            "    {:>9} {:>6} {:>12} {:>12} {:>8}  isr",
-            "partition", "leader", "log start", "log end", "records"
+            "    {:>9} {:>6} {:>12} {:>12} {:>8}  {:?}",
+            p.partition,
+            p.leader,
+            show(s),
+            show(e),
+            count,
+            p.isr
         );
-        for p in parts {
-            let find = |r: &Result<Vec<(i32, i64)>>| {
-                r.as_ref()
-                    .ok()
-                    .and_then(|v| v.iter().find(|(i, _)| *i == p.partition).map(|x| x.1))
-            };
-            let (s, e) = (find(&starts), find(&ends));
-            let show = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_else(|| "?".to_string());
-            let count = match (s, e) {
-                (Some(s), Some(e)) => (e - s).to_string(),
-                _ => "?".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "    {:>9} {:>6} {:>12} {:>12} {:>8}  {:?}",
-                p.partition,
-                p.leader,
-                show(s),
-                show(e),
-                count,
-                p.isr
-            );
-        }
-        if let Err(e) = starts.and(ends) {
-            let _ = writeln!(out, "    offsets unavailable: {e}");
-        }
     }
-    Ok(out)
+    if let Err(e) = starts.and(ends) {
+        let _ = writeln!(out, "    offsets unavailable: {e}");
+    }
 }

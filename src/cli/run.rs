@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use strait::error::{Error, Result};
+use strait::{Error, Result};
 
 /// Arguments of `strait run`.
 #[derive(Debug, clap::Args)]

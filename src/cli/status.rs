@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use strait::error::{Error, Result};
 use strait::observe::api::{FlowDoc, StatusDoc};
 use strait::observe::client;
 use strait::observe::series::Sample;
+use strait::{Error, Result};
 
 /// Arguments of `strait status`.
 #[derive(Debug, clap::Args)]
@@ -203,184 +203,32 @@ fn ago(now_ms: i64, then_ms: i64) -> String {
 
 /// The status document as terminal tables (ages relative to the server's clock).
 pub fn render(doc: &StatusDoc) -> String {
-    let now_ms = doc.now_ms;
     let mut out = format!(
         "strait {}, up {}, {}\n\n",
         doc.version,
         eta(doc.uptime_seconds as f64),
         if doc.ready { "ready" } else { "NOT READY" }
     );
-    let rows: Vec<Vec<String>> = doc
-        .flows
-        .iter()
-        .map(|f| {
-            vec![
-                f.name.clone(),
-                state(f),
-                count(f.records_per_second),
-                bytes(f.bytes_per_second as u64) + "/s",
-                count(f.lag as f64),
-                millis(f.latency_p99_ms),
-                millis(f.heartbeat_latency_ms),
-                format!("{} rec, {}", count(f.records as f64), bytes(f.bytes)),
-            ]
-        })
-        .collect();
-    out.push_str(&table(
-        &[
-            "FLOW",
-            "STATE",
-            "RECORDS/S",
-            "BYTES/S",
-            "LAG",
-            "P99 LATENCY",
-            "HEARTBEAT",
-            "REPLICATED",
-        ],
-        &rows,
-    ));
+    out.push_str(&flows_table(doc));
     for f in &doc.flows {
         if let Some(why) = &f.stopped {
             let _ = writeln!(out, "\n{}: {why}", f.name);
         }
         if !f.topics.is_empty() {
             out.push('\n');
-            let rows: Vec<Vec<String>> = f
-                .topics
-                .iter()
-                .map(|t| {
-                    vec![
-                        t.source_topic.clone(),
-                        t.target_topic.clone(),
-                        t.partitions.len().to_string(),
-                        count(t.lag as f64),
-                        count(t.records_per_second),
-                        count(t.records as f64),
-                        if t.failed_partitions > 0 {
-                            format!("{} partition(s) stopped", t.failed_partitions)
-                        } else if t.lag > 0 {
-                            "catching up".into()
-                        } else {
-                            "in sync".into()
-                        },
-                    ]
-                })
-                .collect();
-            let head = format!("TOPIC ({})", f.name);
-            out.push_str(&table(
-                &[
-                    &head,
-                    "REMOTE TOPIC",
-                    "PARTITIONS",
-                    "LAG",
-                    "RECORDS/S",
-                    "REPLICATED",
-                    "STATE",
-                ],
-                &rows,
-            ));
-            for t in &f.topics {
-                for p in &t.partitions {
-                    if let Some(why) = &p.failed {
-                        let _ = writeln!(out, "{}/{}: {why}", t.source_topic, p.partition);
-                    }
-                    if p.lost_records > 0 {
-                        let _ = writeln!(
-                            out,
-                            "{}/{}: {} source records were deleted by retention before they could be replicated",
-                            t.source_topic, p.partition, p.lost_records
-                        );
-                    }
-                }
-            }
+            topics_table(f, &mut out);
         }
         if !f.mirrors.is_empty() {
             out.push('\n');
-            let rows: Vec<Vec<String>> = f
-                .mirrors
-                .iter()
-                .map(|m| {
-                    let list = |v: &[i32]| {
-                        if v.is_empty() {
-                            "-".to_string()
-                        } else {
-                            v.iter()
-                                .map(|p| p.to_string())
-                                .collect::<Vec<_>>()
-                                .join(",")
-                        }
-                    };
-                    let mapped: Vec<i32> = m.mapped_partitions.iter().map(|x| x.0).collect();
-                    let stopped: Vec<i32> = m.stopped_partitions.iter().map(|x| x.0).collect();
-                    let state = if stopped.is_empty() {
-                        m.state.clone()
-                    } else {
-                        format!("stopped(partitions={})", list(&stopped))
-                    };
-                    vec![
-                        m.topic.clone(),
-                        m.link.clone(),
-                        state,
-                        list(&m.identical_partitions),
-                        list(&mapped),
-                        list(&stopped),
-                    ]
-                })
-                .collect();
-            let head = format!("MIRROR ({})", f.name);
-            out.push_str(&table(
-                &[&head, "LINK", "STATE", "IDENTICAL", "MAPPED", "STOPPED"],
-                &rows,
-            ));
+            out.push_str(&mirrors_table(f));
         }
         if !f.members.is_empty() {
             out.push('\n');
-            let rows: Vec<Vec<String>> = f
-                .members
-                .iter()
-                .map(|m| {
-                    vec![
-                        format!(
-                            "{}{}",
-                            m.member_id,
-                            if m.this_instance { " (this)" } else { "" }
-                        ),
-                        m.instance.clone(),
-                        m.partitions.to_string(),
-                        if m.duties { "yes" } else { "-" }.to_string(),
-                    ]
-                })
-                .collect();
-            let head = format!("MEMBER ({})", f.name);
-            out.push_str(&table(&[&head, "INSTANCE", "PARTITIONS", "DUTIES"], &rows));
+            out.push_str(&members_table(f));
         }
         if !f.groups.is_empty() {
             out.push('\n');
-            let mut rows = Vec::new();
-            for g in &f.groups {
-                for p in &g.partitions {
-                    rows.push(vec![
-                        g.group.clone(),
-                        p.topic.clone(),
-                        p.partition.to_string(),
-                        p.upstream_offset.to_string(),
-                        p.downstream_offset.to_string(),
-                        ago(now_ms, p.updated_ms),
-                    ]);
-                }
-            }
-            let head = format!("GROUP ({})", f.name);
-            out.push_str(&table(
-                &[
-                    &head,
-                    "TOPIC",
-                    "PARTITION",
-                    "SOURCE OFFSET",
-                    "TARGET OFFSET",
-                    "LAST CHANGE",
-                ],
-                &rows,
-            ));
+            out.push_str(&groups_table(f, doc.now_ms));
         }
     }
     for f in &doc.flows {
@@ -398,20 +246,199 @@ pub fn render(doc: &StatusDoc) -> String {
     out
 }
 
+/// One line per flow: state, rates, lag, latency, totals.
+fn flows_table(doc: &StatusDoc) -> String {
+    let rows: Vec<Vec<String>> = doc
+        .flows
+        .iter()
+        .map(|f| {
+            vec![
+                f.name.clone(),
+                state(f),
+                count(f.records_per_second),
+                bytes(f.bytes_per_second as u64) + "/s",
+                count(f.lag as f64),
+                millis(f.latency_p99_ms),
+                millis(f.heartbeat_latency_ms),
+                format!("{} rec, {}", count(f.records as f64), bytes(f.bytes)),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "FLOW",
+            "STATE",
+            "RECORDS/S",
+            "BYTES/S",
+            "LAG",
+            "P99 LATENCY",
+            "HEARTBEAT",
+            "REPLICATED",
+        ],
+        &rows,
+    )
+}
+
+/// One line per topic of the flow, then a line per stopped partition or lost records.
+fn topics_table(f: &FlowDoc, out: &mut String) {
+    let rows: Vec<Vec<String>> = f
+        .topics
+        .iter()
+        .map(|t| {
+            vec![
+                t.source_topic.clone(),
+                t.target_topic.clone(),
+                t.partitions.len().to_string(),
+                count(t.lag as f64),
+                count(t.records_per_second),
+                count(t.records as f64),
+                if t.failed_partitions > 0 {
+                    format!("{} partition(s) stopped", t.failed_partitions)
+                } else if t.lag > 0 {
+                    "catching up".into()
+                } else {
+                    "in sync".into()
+                },
+            ]
+        })
+        .collect();
+    let head = format!("TOPIC ({})", f.name);
+    out.push_str(&table(
+        &[
+            &head,
+            "REMOTE TOPIC",
+            "PARTITIONS",
+            "LAG",
+            "RECORDS/S",
+            "REPLICATED",
+            "STATE",
+        ],
+        &rows,
+    ));
+    for t in &f.topics {
+        for p in &t.partitions {
+            if let Some(why) = &p.failed {
+                let _ = writeln!(out, "{}/{}: {why}", t.source_topic, p.partition);
+            }
+            if p.lost_records > 0 {
+                let _ = writeln!(
+                    out,
+                    "{}/{}: {} source records were deleted by retention before they could be replicated",
+                    t.source_topic, p.partition, p.lost_records
+                );
+            }
+        }
+    }
+}
+
+/// One line per mirror topic of the flow.
+fn mirrors_table(f: &FlowDoc) -> String {
+    let rows: Vec<Vec<String>> = f
+        .mirrors
+        .iter()
+        .map(|m| {
+            let list = |v: &[i32]| {
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    v.iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }
+            };
+            let mapped: Vec<i32> = m.mapped_partitions.iter().map(|x| x.0).collect();
+            let stopped: Vec<i32> = m.stopped_partitions.iter().map(|x| x.0).collect();
+            let state = if stopped.is_empty() {
+                m.state.clone()
+            } else {
+                format!("stopped(partitions={})", list(&stopped))
+            };
+            vec![
+                m.topic.clone(),
+                m.link.clone(),
+                state,
+                list(&m.identical_partitions),
+                list(&mapped),
+                list(&stopped),
+            ]
+        })
+        .collect();
+    let head = format!("MIRROR ({})", f.name);
+    table(
+        &[&head, "LINK", "STATE", "IDENTICAL", "MAPPED", "STOPPED"],
+        &rows,
+    )
+}
+
+/// One line per member of the flow's group.
+fn members_table(f: &FlowDoc) -> String {
+    let rows: Vec<Vec<String>> = f
+        .members
+        .iter()
+        .map(|m| {
+            vec![
+                format!(
+                    "{}{}",
+                    m.member_id,
+                    if m.this_instance { " (this)" } else { "" }
+                ),
+                m.instance.clone(),
+                m.partitions.to_string(),
+                if m.duties { "yes" } else { "-" }.to_string(),
+            ]
+        })
+        .collect();
+    let head = format!("MEMBER ({})", f.name);
+    table(&[&head, "INSTANCE", "PARTITIONS", "DUTIES"], &rows)
+}
+
+/// One line per checkpointed partition of each consumer group.
+fn groups_table(f: &FlowDoc, now_ms: i64) -> String {
+    let mut rows = Vec::new();
+    for g in &f.groups {
+        for p in &g.partitions {
+            rows.push(vec![
+                g.group.clone(),
+                p.topic.clone(),
+                p.partition.to_string(),
+                p.upstream_offset.to_string(),
+                p.downstream_offset.to_string(),
+                ago(now_ms, p.updated_ms),
+            ]);
+        }
+    }
+    let head = format!("GROUP ({})", f.name);
+    table(
+        &[
+            &head,
+            "TOPIC",
+            "PARTITION",
+            "SOURCE OFFSET",
+            "TARGET OFFSET",
+            "LAST CHANGE",
+        ],
+        &rows,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strait::observe::api::{CheckpointDoc, GroupDoc, PartitionDoc, TopicDoc};
+    use serde_json::json;
 
+    /// The documents are built as an embedder or `strait status` receives them: from JSON
+    /// (their types are `#[non_exhaustive]`).
     fn sample(t_ms: i64, lag: i64) -> Sample {
-        Sample {
-            t_ms,
-            records_per_second: 0.0,
-            bytes_per_second: 0.0,
-            lag,
-            latency_p99_ms: None,
-            latency_max_ms: None,
-        }
+        serde_json::from_value(json!({
+            "t_ms": t_ms,
+            "records_per_second": 0.0,
+            "bytes_per_second": 0.0,
+            "lag": lag,
+            "latency_p99_ms": null,
+            "latency_max_ms": null,
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -441,63 +468,67 @@ mod tests {
 
     #[test]
     fn renders_tables_and_progress() {
-        let doc = StatusDoc {
-            version: "0.1.0".into(),
-            now_ms: 5_000,
-            uptime_seconds: 75,
-            ready: true,
-            flows: vec![FlowDoc {
-                name: "a->b".into(),
-                source: "a".into(),
-                target: "b".into(),
-                source_connected: true,
-                target_connected: true,
-                stopped: None,
-                records: 12_345,
-                bytes: 2 << 20,
-                lag: 500,
-                records_per_second: 250.0,
-                bytes_per_second: 2048.0,
-                latency_p99_ms: Some(25.0),
-                latency_max_ms: Some(30.0),
-                heartbeat_latency_ms: Some(1500.0),
-                buffered_bytes: 0,
-                topics: vec![TopicDoc {
-                    source_topic: "orders".into(),
-                    target_topic: "a.orders".into(),
-                    lag: 500,
-                    records: 12_345,
-                    bytes: 2 << 20,
-                    records_per_second: 250.0,
-                    failed_partitions: 0,
-                    partitions: vec![PartitionDoc {
-                        partition: 0,
-                        source_next: 12_345,
-                        target_next: 12_345,
-                        source_end: 12_845,
-                        lag: 500,
-                        records: 12_345,
-                        bytes: 2 << 20,
-                        lost_records: 0,
-                        failed: None,
-                    }],
-                }],
-                groups: vec![GroupDoc {
-                    group: "billing".into(),
-                    updated_ms: 1_000,
-                    partitions: vec![CheckpointDoc {
-                        topic: "a.orders".into(),
-                        partition: 0,
-                        upstream_offset: 100,
-                        downstream_offset: 100,
-                        updated_ms: 1_000,
-                    }],
-                }],
-                series: vec![sample(0, 1_000), sample(2_000, 500)],
-                mirrors: Vec::new(),
-                members: Vec::new(),
+        let mut doc: StatusDoc = serde_json::from_str(
+            r#"{
+        "version": "0.1.0",
+        "now_ms": 5000,
+        "uptime_seconds": 75,
+        "ready": true,
+        "flows": [{
+            "name": "a->b",
+            "source": "a",
+            "target": "b",
+            "source_connected": true,
+            "target_connected": true,
+            "stopped": null,
+            "records": 12345,
+            "bytes": 2097152,
+            "lag": 500,
+            "records_per_second": 250.0,
+            "bytes_per_second": 2048.0,
+            "latency_p99_ms": 25.0,
+            "latency_max_ms": 30.0,
+            "heartbeat_latency_ms": 1500.0,
+            "buffered_bytes": 0,
+            "topics": [{
+                "source_topic": "orders",
+                "target_topic": "a.orders",
+                "lag": 500,
+                "records": 12345,
+                "bytes": 2097152,
+                "records_per_second": 250.0,
+                "failed_partitions": 0,
+                "partitions": [{
+                    "partition": 0,
+                    "source_next": 12345,
+                    "target_next": 12345,
+                    "source_end": 12845,
+                    "lag": 500,
+                    "records": 12345,
+                    "bytes": 2097152,
+                    "lost_records": 0,
+                    "failed": null
+                }]
             }],
-        };
+            "groups": [{
+                "group": "billing",
+                "updated_ms": 1000,
+                "partitions": [{
+                    "topic": "a.orders",
+                    "partition": 0,
+                    "upstream_offset": 100,
+                    "downstream_offset": 100,
+                    "updated_ms": 1000
+                }]
+            }],
+            "series": [],
+            "mirrors": [],
+            "members": []
+        }]
+        }"#,
+        )
+        .unwrap();
+        doc.flows[0].series = vec![sample(0, 1_000), sample(2_000, 500)];
         let text = render(&doc);
         let want = "\
 strait 0.1.0, up 1m15s, ready

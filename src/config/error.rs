@@ -9,6 +9,7 @@ use super::ConfigFormat;
 /// A configuration problem: which file, which key, what is wrong, and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{origin}: {key}: {problem}{}", allowed_suffix(.allowed))]
+#[non_exhaustive]
 pub struct ConfigError {
     /// The file (MM2: `file:line` when the line is known).
     pub origin: String,

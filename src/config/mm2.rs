@@ -1,7 +1,7 @@
 //! MirrorMaker 2's `mm2.properties`, translated into a [`Config`] by [`parse_mm2`]: the cluster
 //! aliases, each cluster's client and security settings (its own `<alias>.<key>` over the global
 //! key), the enabled flows (flow-specific `A->B.<key>` over global keys) and replication factors.
-//! Not to be confused with [`crate::mm2`], MM2's record formats.
+//! Not to be confused with `crate::mm2`, MM2's record formats.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;

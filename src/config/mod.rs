@@ -34,7 +34,7 @@
 //! Sizes (`buffer_bytes`, `fetch_max_bytes`) are an integer number of bytes or a string with a
 //! binary unit: `"64MiB"` (units `B`, `KiB`, `MiB`, `GiB`).
 //!
-//! Mirror flows (`mode = "mirror"`, Cluster Linking style, see [`crate::mirror`]) keep topic names
+//! Mirror flows (`mode = "mirror"`, Cluster Linking style) keep topic names
 //! (identity naming is implied; another naming is an error) and add `link` (the link's name,
 //! default `source->target`), `consumer_offset_sync` (default true),
 //! `consumer_offset_sync_interval_secs`/`_ms` (default 5 s) and `consumer_offset_group_filters`
@@ -44,7 +44,7 @@
 //! Secrets (`sasl_password`, the `[http]` `token`) are `{ env = "VAR" }`, `{ file = "PATH" }`
 //! (whole file, one trailing line break dropped), `{ file = "PATH", key = "KEY" }` (a key of a
 //! Java properties file) or a plain string, which works but is warned about; see
-//! [`crate::secret`]. They are read when the file is loaded and print as `***`.
+//! [`Secret`]. They are read when the file is loaded and print as `***`.
 //!
 //! The HTTP endpoints take either `http = "host:port"` or a table:
 //!
@@ -94,7 +94,7 @@
 //! private parts are `error` ([`ConfigError`] and which key set a field), `validate` (checks
 //! shared by both formats), `toml` and `toml_flow` (strait's TOML), `security` (SASL, TLS and
 //! secrets in both formats), `properties` (Java properties files and JAAS lines), `mm2` and
-//! `mm2_keys` (MirrorMaker 2's `mm2.properties`; not [`crate::mm2`], MM2's record formats).
+//! `mm2_keys` (MirrorMaker 2's `mm2.properties`; not `crate::mm2`, MM2's record formats).
 
 mod error;
 mod mm2;
@@ -111,10 +111,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::mirror::GroupFilters;
-use crate::sasl::SaslSettings;
-use crate::secret::{Secret, SecretSource};
-use crate::tls::TlsSettings;
+// Types of the model's fields, defined beside the code that uses them.
+pub use crate::mirror::{GroupFilter, GroupFilters};
+pub use crate::sasl::{SaslMechanism, SaslSettings};
+pub use crate::secret::{Secret, SecretSource};
+pub use crate::tls::TlsSettings;
 
 pub use self::error::ConfigError;
 pub use self::mm2::parse_mm2;
@@ -150,6 +151,7 @@ const MIB: usize = 1024 * 1024;
 
 /// A whole configuration: clusters, the flows between them, and process settings.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// Clusters by alias.
     pub clusters: BTreeMap<String, ClusterSettings>,
@@ -171,6 +173,7 @@ pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:8083";
 
 /// Where and how the HTTP endpoints are served.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpSettings {
     /// Listen address, `host:port`; loopback unless [`HttpSettings::allow_remote`].
     pub addr: String,
@@ -198,6 +201,19 @@ impl HttpSettings {
 }
 
 impl Config {
+    /// An empty configuration (no cluster, no flow, no HTTP listener) for one built in code;
+    /// `origin` names it in error messages. Check it with [`validate`] once filled in.
+    pub fn new(origin: &str) -> Config {
+        Config {
+            clusters: BTreeMap::new(),
+            flows: Vec::new(),
+            origin: origin.to_string(),
+            unsupported: Vec::new(),
+            http: None,
+            instance_group: DEFAULT_INSTANCE_GROUP.to_string(),
+        }
+    }
+
     /// The flow from `source` to `target`, if configured.
     pub fn flow(&self, source: &str, target: &str) -> Option<&FlowConfig> {
         self.flows
@@ -213,6 +229,7 @@ impl Config {
 
 /// How to reach one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClusterSettings {
     /// The alias (also the prefix of remote topic names under the default naming policy).
     pub alias: String,
@@ -272,6 +289,7 @@ fn split_servers(s: &str) -> Vec<String> {
 
 /// Kafka's `security.protocol`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SecurityProtocol {
     /// `PLAINTEXT`.
     #[default]
@@ -332,6 +350,7 @@ impl SecurityProtocol {
 
 /// How remote topics are named on the target cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NamingPolicy {
     /// `<source alias><separator><topic>`, like MM2's `DefaultReplicationPolicy`.
     Default {
@@ -352,6 +371,7 @@ impl Default for NamingPolicy {
 
 /// What a flow does with the topics it selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum FlowMode {
     /// MirrorMaker 2 style replication into remote topics (default).
     #[default]
@@ -372,6 +392,7 @@ impl FlowMode {
 
 /// One replication flow, `source` → `target`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct FlowConfig {
     /// Source cluster alias.
     pub source: String,
@@ -561,6 +582,7 @@ impl FlowConfig {
 
 /// The two file formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigFormat {
     /// strait's TOML.
     Toml,

@@ -7,6 +7,7 @@ use super::series::Sample;
 
 /// `/api/status`: everything the status page and `strait status` show.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StatusDoc {
     /// strait's version.
     pub version: String,
@@ -23,6 +24,7 @@ pub struct StatusDoc {
 
 /// One flow (`/api/flows`, `/api/flows/{name}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FlowDoc {
     /// `source->target`.
     pub name: String,
@@ -71,6 +73,7 @@ pub struct FlowDoc {
 
 /// One replicated topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TopicDoc {
     /// Topic on the source.
     pub source_topic: String,
@@ -92,6 +95,7 @@ pub struct TopicDoc {
 
 /// One replicated partition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PartitionDoc {
     /// Partition index.
     pub partition: i32,
@@ -116,6 +120,7 @@ pub struct PartitionDoc {
 
 /// A consumer group's checkpoints written by one flow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GroupDoc {
     /// The group.
     pub group: String,
@@ -127,6 +132,7 @@ pub struct GroupDoc {
 
 /// The last checkpoint of one group partition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CheckpointDoc {
     /// Topic as named on the target.
     pub topic: String,
@@ -142,6 +148,7 @@ pub struct CheckpointDoc {
 
 /// `/api/groups`: every flow's groups.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GroupsDoc {
     /// Per flow.
     pub flows: Vec<FlowGroupsDoc>,
@@ -149,6 +156,7 @@ pub struct GroupsDoc {
 
 /// The groups of one flow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FlowGroupsDoc {
     /// `source->target`.
     pub flow: String,
@@ -158,6 +166,7 @@ pub struct FlowGroupsDoc {
 
 /// `/api/flows`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FlowsDoc {
     /// The flows, without their series.
     pub flows: Vec<FlowDoc>,

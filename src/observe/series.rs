@@ -29,6 +29,7 @@ pub struct Totals {
 
 /// One point of the series: what happened between two totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Sample {
     /// End of the interval, milliseconds since the epoch.
     pub t_ms: i64,

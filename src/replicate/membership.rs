@@ -349,64 +349,125 @@ pub async fn run(
     target: Arc<Cluster>,
     cfg: MembershipConfig,
     own: Arc<Ownership>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let heartbeat_every = (cfg.timings.session_timeout / 5).min(Duration::from_secs(1));
-    let mut member_id = String::new();
-    let mut client: Option<GroupClient<'_>> = None;
+    let mut m = Member {
+        target: &target,
+        cfg,
+        own,
+        shutdown,
+        member_id: String::new(),
+        client: None,
+    };
     // Ends on shutdown, or when every flow stopped by itself (for example a refused password).
-    'outer: while !*shutdown.borrow() && !own.all_done(&cfg.flows) {
-        // Join only once every flow knows what exists and can reach its clusters.
-        if !own.reported(&cfg.flows) || own.unhealthy().is_some() {
-            tokio::select! {
-                _ = own.changed.notified() => {}
-                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-                _ = shutdown.changed() => {}
-            }
+    while !*m.shutdown.borrow() && !m.own.all_done(&m.cfg.flows) {
+        if !m.ready_to_join().await || !m.connect().await {
             continue;
         }
-        if client.as_ref().is_none_or(|c| c.is_broken()) {
-            match GroupClient::connect(&target, &cfg.group, cfg.timings).await {
-                Ok(c) => client = Some(c),
-                Err(e) => {
-                    tracing::warn!(group = %cfg.group, "cannot reach the group coordinator: {e}");
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                        _ = shutdown.changed() => {}
-                    }
-                    continue;
+        let Some(generation) = m.join().await else {
+            continue;
+        };
+        if let After::Done = m.hold(generation).await {
+            break;
+        }
+    }
+    m.leave().await;
+}
+
+/// One membership between the steps of [`run`].
+struct Member<'a> {
+    target: &'a Cluster,
+    cfg: MembershipConfig,
+    own: Arc<Ownership>,
+    shutdown: watch::Receiver<bool>,
+    /// Empty until the coordinator gave one (and after it dropped this member).
+    member_id: String,
+    /// The coordinator's connection; `None` until connected and after it broke.
+    client: Option<GroupClient<'a>>,
+}
+
+/// A generation joined: what holding it needs.
+struct Generation {
+    generation: i32,
+    /// Whether this member must release units before the cooperative second round.
+    revoking: bool,
+    /// The units of work this member believed existed when it joined.
+    wanted_at_join: BTreeSet<WorkItem>,
+}
+
+/// How holding a generation ended.
+enum After {
+    /// Join again (units released, the set of units changed, the coordinator asked, or a call
+    /// failed).
+    Rejoin,
+    /// Every flow stopped: leave.
+    Done,
+}
+
+impl<'a> Member<'a> {
+    /// Whether every flow knows what exists and reaches its clusters; waits a little if not.
+    async fn ready_to_join(&mut self) -> bool {
+        if self.own.reported(&self.cfg.flows) && self.own.unhealthy().is_none() {
+            return true;
+        }
+        tokio::select! {
+            _ = self.own.changed.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = self.shutdown.changed() => {}
+        }
+        false
+    }
+
+    /// Connects to the group coordinator unless connected; waits a second if it cannot.
+    async fn connect(&mut self) -> bool {
+        if self.client.as_ref().is_some_and(|c| !c.is_broken()) {
+            return true;
+        }
+        match GroupClient::connect(self.target, &self.cfg.group, self.cfg.timings).await {
+            Ok(c) => {
+                self.client = Some(c);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(group = %self.cfg.group, "cannot reach the group coordinator: {e}");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = self.shutdown.changed() => {}
                 }
+                false
             }
         }
-        let Some(c) = client.as_ref() else { continue };
-        // Join and sync.
-        let meta = own.metadata(&cfg.instance);
+    }
+
+    /// Joins and syncs a generation (the leader computes and stores the assignment), and
+    /// takes up what this member was assigned. `None` after a failure (handled).
+    async fn join(&mut self) -> Option<Generation> {
+        let c = self.client.as_ref()?;
+        let group = &self.cfg.group;
+        let meta = self.own.metadata(&self.cfg.instance);
         let sent = Instant::now();
+        let encoded = Bytes::from(meta.encode());
         let joined = match c
-            .join(
-                &member_id,
-                PROTOCOL_TYPE,
-                PROTOCOL_NAME,
-                Bytes::from(meta.encode()),
-            )
+            .join(&self.member_id, PROTOCOL_TYPE, PROTOCOL_NAME, encoded)
             .await
         {
             Ok(j) => j,
             Err(f) => {
-                handle_failure(f, &cfg.group, &mut member_id, &own, &mut client).await;
-                continue;
+                handle_failure(f, group, &mut self.member_id, &self.own, &mut self.client).await;
+                return None;
             }
         };
-        member_id = joined.member_id.clone();
-        let assignments = if joined.leader == member_id {
-            leader_assignments(&cfg.group, &joined.members)
+        self.member_id = joined.member_id.clone();
+        let leader = joined.leader == self.member_id;
+        let assignments = if leader {
+            leader_assignments(group, &joined.members)
         } else {
             Vec::new()
         };
         let bytes = match c
             .sync(
                 joined.generation,
-                &member_id,
+                &self.member_id,
                 PROTOCOL_TYPE,
                 PROTOCOL_NAME,
                 assignments,
@@ -415,114 +476,132 @@ pub async fn run(
         {
             Ok(b) => b,
             Err(f) => {
-                handle_failure(f, &cfg.group, &mut member_id, &own, &mut client).await;
-                continue;
+                handle_failure(f, group, &mut self.member_id, &self.own, &mut self.client).await;
+                return None;
             }
         };
-        let a = match Assignment::decode(&bytes) {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::error!(group = %cfg.group, "cannot read the assignment: {e}; owning nothing this generation");
-                Assignment::default()
-            }
-        };
+        let a = Assignment::decode(&bytes).unwrap_or_else(|e| {
+            tracing::error!(%group, "cannot read the assignment: {e}; owning nothing this generation");
+            Assignment::default()
+        });
         let revoking = !meta.owned.is_subset(&a.items);
-        tracing::info!(group = %cfg.group, generation = joined.generation, member = %member_id, leader = joined.leader == member_id, owned = a.items.len(), members = a.members.len(), revoking, "joined");
-        if joined.leader == member_id {
-            let stored = StoredAssignment {
-                generation: joined.generation,
-                members: a
-                    .members
-                    .iter()
-                    .map(|(id, (inst, items))| {
-                        (
-                            id.clone(),
-                            (inst.clone(), items.iter().map(|i| i.to_string()).collect()),
-                        )
-                    })
-                    .collect(),
-            };
-            store_record(
-                &target,
-                assignment_key(&cfg.group),
-                serde_json::to_vec(&stored).ok(),
-            )
-            .await;
+        tracing::info!(%group, generation = joined.generation, member = %self.member_id, leader, owned = a.items.len(), members = a.members.len(), revoking, "joined");
+        if leader {
+            self.store_assignment(joined.generation, &a).await;
         }
-        own.assigned(&member_id, joined.generation, a, lease(sent, &cfg.timings));
-        let wanted_at_join = meta.wanted;
+        let lease = lease(sent, &self.cfg.timings);
+        self.own
+            .assigned(&self.member_id, joined.generation, a, lease);
+        Some(Generation {
+            generation: joined.generation,
+            revoking,
+            wanted_at_join: meta.wanted,
+        })
+    }
+
+    /// The leader records the whole assignment in the control topic (what `strait members`
+    /// shows).
+    async fn store_assignment(&self, generation: i32, a: &Assignment) {
+        let stored = StoredAssignment {
+            generation,
+            members: a
+                .members
+                .iter()
+                .map(|(id, (inst, items))| {
+                    (
+                        id.clone(),
+                        (inst.clone(), items.iter().map(|i| i.to_string()).collect()),
+                    )
+                })
+                .collect(),
+        };
+        let key = assignment_key(&self.cfg.group);
+        store_record(self.target, key, serde_json::to_vec(&stored).ok()).await;
+    }
+
+    /// Stable: heartbeats and records what is held, until a rejoin is due or every flow
+    /// stopped. On shutdown it keeps heartbeating (so the lease holds) until the flows have
+    /// drained and stored their progress.
+    async fn hold(&mut self, g: Generation) -> After {
+        let heartbeat_every = (self.cfg.timings.session_timeout / 5).min(Duration::from_secs(1));
         let mut written: Option<BTreeSet<WorkItem>> = None;
-        // Stable: heartbeat; rejoin when units were released, the set of units changed, or the
-        // coordinator asks.
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(heartbeat_every) => {}
-                _ = own.changed.notified() => {}
-                _ = shutdown.changed() => {}
+                _ = self.own.changed.notified() => {}
+                _ = self.shutdown.changed() => {}
             }
-            // On shutdown keep heartbeating (so the lease holds) until the flows have drained
-            // and stored their progress.
-            if own.all_done(&cfg.flows) {
-                break 'outer;
+            if self.own.all_done(&self.cfg.flows) {
+                return After::Done;
             }
-            if let Some(why) = own.unhealthy() {
-                tracing::warn!(group = %cfg.group, "leaving the group: {why}");
-                own.release_all();
-                wait_released(&own).await;
-                if let Err(e) = c.leave(&member_id).await {
-                    tracing::warn!(group = %cfg.group, "leave failed: {e}");
+            let Some(c) = self.client.as_ref() else {
+                return After::Rejoin;
+            };
+            if let Some(why) = self.own.unhealthy() {
+                tracing::warn!(group = %self.cfg.group, "leaving the group: {why}");
+                self.own.release_all();
+                wait_released(&self.own).await;
+                if let Err(e) = c.leave(&self.member_id).await {
+                    tracing::warn!(group = %self.cfg.group, "leave failed: {e}");
                 }
-                own.lose();
-                member_id.clear();
-                continue 'outer;
+                self.own.lose();
+                self.member_id.clear();
+                return After::Rejoin;
             }
             let sent = Instant::now();
-            match c.heartbeat(joined.generation, &member_id).await {
-                Ok(()) => own.extend_lease(lease(sent, &cfg.timings)),
+            match c.heartbeat(g.generation, &self.member_id).await {
+                Ok(()) => self.own.extend_lease(lease(sent, &self.cfg.timings)),
                 Err(f) => {
-                    handle_failure(f, &cfg.group, &mut member_id, &own, &mut client).await;
-                    continue 'outer;
+                    let (group, own) = (&self.cfg.group, &self.own);
+                    handle_failure(f, group, &mut self.member_id, own, &mut self.client).await;
+                    return After::Rejoin;
                 }
             }
-            let held = own.held();
-            if written.as_ref() != Some(&held) {
-                let rec = StoredHeld {
-                    generation: joined.generation,
-                    instance: cfg.instance.clone(),
-                    held: held.iter().map(|i| i.to_string()).collect(),
-                    at_ms: store::now_ms(),
-                };
-                store_record(
-                    &target,
-                    held_key(&cfg.group, &member_id),
-                    serde_json::to_vec(&rec).ok(),
-                )
-                .await;
-                written = Some(held);
+            self.store_held(g.generation, &mut written).await;
+            if g.revoking && self.own.released() {
+                return After::Rejoin; // the cooperative second round
             }
-            if revoking && own.released() {
-                continue 'outer; // the cooperative second round
-            }
-            if own.wanted() != wanted_at_join {
-                continue 'outer;
+            if self.own.wanted() != g.wanted_at_join {
+                return After::Rejoin;
             }
         }
     }
-    // Shutdown: the flows have drained and stored their progress (or gave up); the group hears
-    // we left, so the others take over at once.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !own.all_done(&cfg.flows) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    if let (Some(c), false) = (client.as_ref(), member_id.is_empty()) {
-        store_record(&target, held_key(&cfg.group, &member_id), None).await;
-        if let Err(e) = c.leave(&member_id).await {
-            tracing::warn!(group = %cfg.group, "leave failed: {e}");
-        } else {
-            tracing::info!(group = %cfg.group, member = %member_id, "left the group");
+
+    /// Records what this member holds, when it changed since `written`.
+    async fn store_held(&self, generation: i32, written: &mut Option<BTreeSet<WorkItem>>) {
+        let held = self.own.held();
+        if written.as_ref() == Some(&held) {
+            return;
         }
+        let rec = StoredHeld {
+            generation,
+            instance: self.cfg.instance.clone(),
+            held: held.iter().map(|i| i.to_string()).collect(),
+            at_ms: store::now_ms(),
+        };
+        let key = held_key(&self.cfg.group, &self.member_id);
+        store_record(self.target, key, serde_json::to_vec(&rec).ok()).await;
+        *written = Some(held);
     }
-    own.lose();
+
+    /// Shutdown: once the flows have drained and stored their progress (or gave up), leaves
+    /// the group, so the others take over at once.
+    async fn leave(self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.own.all_done(&self.cfg.flows) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let (Some(c), false) = (self.client.as_ref(), self.member_id.is_empty()) {
+            let group = &self.cfg.group;
+            store_record(self.target, held_key(group, &self.member_id), None).await;
+            if let Err(e) = c.leave(&self.member_id).await {
+                tracing::warn!(%group, "leave failed: {e}");
+            } else {
+                tracing::info!(%group, member = %self.member_id, "left the group");
+            }
+        }
+        self.own.lose();
+    }
 }
 
 async fn wait_released(own: &Ownership) {

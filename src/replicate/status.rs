@@ -47,6 +47,7 @@ pub struct FlowStatus {
 
 /// One mirror topic of a mirror flow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct MirrorStatus {
     /// Topic (same name on both sides).
     pub topic: String,
@@ -64,6 +65,7 @@ pub struct MirrorStatus {
 
 /// One instance of the group sharing a target cluster's work.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct MemberStatus {
     /// Group member id.
     pub member_id: String,

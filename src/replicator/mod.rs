@@ -8,8 +8,13 @@
 //! changes, and [`shutdown`](Replicator::shutdown) stops every flow after persisting what the
 //! target acknowledged.
 //!
+//! Every fallible step returns a [`ReplicatorError`], whose variants tell apart an invalid
+//! configuration (with the key), an unknown flow name, an HTTP listener that cannot be set up,
+//! a cluster that refused strait's credentials, a cluster's error that stopped a flow, and a
+//! failed shutdown.
+//!
 //! ```no_run
-//! # async fn gateway() -> Result<(), strait::Error> {
+//! # async fn gateway() -> Result<(), strait::ReplicatorError> {
 //! let replicator = strait::Replicator::builder_from_file("strait.toml")?
 //!     .only_flow("edge->central")
 //!     .start()?;
@@ -29,8 +34,11 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 
+mod error;
+
+pub use error::ReplicatorError;
+
 use crate::config::{self, Config};
-use crate::error::{Error, Result};
 use crate::observe::api::StatusDoc;
 use crate::observe::Observer;
 use crate::replicate::status::FlowStatus;
@@ -59,8 +67,8 @@ impl ReplicatorBuilder {
 
     /// A builder for the configuration file at `path` (TOML or MirrorMaker 2's
     /// `mm2.properties`), loaded and validated.
-    pub fn from_file(path: impl AsRef<Path>) -> Result<ReplicatorBuilder> {
-        let config = config::load(path.as_ref()).map_err(|e| Error::invalid(e.to_string()))?;
+    pub fn from_file(path: impl AsRef<Path>) -> Result<ReplicatorBuilder, ReplicatorError> {
+        let config = config::load(path.as_ref())?;
         Ok(ReplicatorBuilder::new(config))
     }
 
@@ -81,24 +89,23 @@ impl ReplicatorBuilder {
     /// configuration does not validate, names an unknown flow, or the HTTP address cannot be
     /// bound; clusters that cannot be reached yet are retried in the background (the status
     /// shows them as not connected).
-    pub fn start(self) -> Result<Replicator> {
+    pub fn start(self) -> Result<Replicator, ReplicatorError> {
         let mut config = self.config;
         if !self.only.is_empty() {
             for name in &self.only {
                 if !config.flows.iter().any(|f| &f.name() == name) {
-                    let known: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
-                    return Err(Error::invalid(format!(
-                        "{}: no flow named {name:?} (flows: {})",
-                        config.origin,
-                        known.join(", ")
-                    )));
+                    return Err(ReplicatorError::UnknownFlow {
+                        origin: config.origin.clone(),
+                        name: name.clone(),
+                        known: config.flows.iter().map(|f| f.name()).collect(),
+                    });
                 }
             }
             for f in &mut config.flows {
                 f.enabled = f.enabled && self.only.contains(&f.name());
             }
         }
-        config::validate(&config).map_err(|e| Error::invalid(e.to_string()))?;
+        config::validate(&config)?;
         let (stop, stop_rx) = watch::channel(false);
         let engine = crate::replicate::spawn(config, stop_rx.clone())?;
         let flows: Vec<watch::Receiver<FlowStatus>> = engine.status.values().cloned().collect();
@@ -119,7 +126,7 @@ impl ReplicatorBuilder {
 #[derive(Debug)]
 pub struct Replicator {
     stop: watch::Sender<bool>,
-    done: tokio::task::JoinHandle<Result<()>>,
+    done: tokio::task::JoinHandle<crate::error::Result<()>>,
     status: watch::Receiver<StatusDoc>,
     http: Option<SocketAddr>,
 }
@@ -131,7 +138,7 @@ impl Replicator {
     }
 
     /// A builder for the configuration file at `path`.
-    pub fn builder_from_file(path: impl AsRef<Path>) -> Result<ReplicatorBuilder> {
+    pub fn builder_from_file(path: impl AsRef<Path>) -> Result<ReplicatorBuilder, ReplicatorError> {
         ReplicatorBuilder::from_file(path)
     }
 
@@ -158,12 +165,17 @@ impl Replicator {
     }
 
     /// Stops every flow: requests in flight are answered, what the target acknowledged is
-    /// persisted, and the instance leaves its group. Returns the first flow's error, if any.
-    pub async fn shutdown(self) -> Result<()> {
+    /// persisted, and the instance leaves its group. Returns the first flow's error, if any
+    /// ([`ReplicatorError::Auth`] or [`ReplicatorError::Cluster`]), or
+    /// [`ReplicatorError::Shutdown`] if the task running the flows failed.
+    pub async fn shutdown(self) -> Result<(), ReplicatorError> {
         let _ = self.stop.send(true);
-        self.done
-            .await
-            .map_err(|e| Error::invalid(format!("engine task failed: {e}")))?
+        match self.done.await {
+            Ok(result) => result.map_err(ReplicatorError::from_flow),
+            Err(e) => Err(ReplicatorError::Shutdown(format!(
+                "engine task failed: {e}"
+            ))),
+        }
     }
 }
 

@@ -1,0 +1,349 @@
+//! Starting the enabled flows of a configuration: the checks made before anything starts, the
+//! HTTP listener, one group membership per target cluster, one task per flow, and the task
+//! that waits for them all.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::membership::{self, MembershipConfig, Ownership};
+use super::status::FlowStatus;
+use super::{check_supported, connect, connect_observed, flow, topic_sync};
+use crate::config::{Config, ConfigError, FlowConfig};
+use crate::error::{Error, Result};
+use crate::observe::{self, Observer, Side};
+use crate::replicator::ReplicatorError;
+use crate::secret::{Secret, SecretSource};
+
+/// Running flows: their status, and the task that ends when they all stopped.
+pub struct Engine {
+    /// Latest status of each flow, by flow name (`source->target`).
+    pub status: BTreeMap<String, watch::Receiver<FlowStatus>>,
+    /// Ends when every flow stopped; the first error, if any.
+    pub done: tokio::task::JoinHandle<Result<()>>,
+    /// Metrics and facts the flows report.
+    pub observer: Arc<Observer>,
+    /// Where the status page, `/metrics` and the REST API are served, when `http` is set.
+    pub http: Option<SocketAddr>,
+}
+
+/// The HTTP listener, bound before any flow starts.
+struct Listener {
+    socket: TcpListener,
+    local: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    token: Option<Secret>,
+}
+
+/// Starts every enabled flow of `config`; they run until `shutdown` turns true. Fails before
+/// starting anything when there is no enabled flow, a cluster's TLS files cannot be read, or
+/// the HTTP listener cannot be set up.
+pub fn spawn(
+    config: Config,
+    shutdown: watch::Receiver<bool>,
+) -> std::result::Result<Engine, ReplicatorError> {
+    let flows = enabled_flows(&config)?;
+    for c in config.clusters.values() {
+        check_supported(&config.origin, c).map_err(ReplicatorError::Cluster)?;
+    }
+    warn_literal_secrets(&config);
+    let listener = bind_http(&config)?;
+    let observer = Arc::new(Observer::new());
+    let config = Arc::new(config);
+    // Scale-out: one group membership per target cluster; its flows run only what it owns.
+    let mut owners: BTreeMap<String, Arc<Ownership>> = BTreeMap::new();
+    for flow in &flows {
+        owners.entry(flow.target.clone()).or_default();
+    }
+    let members = spawn_memberships(&config, &flows, &owners, &shutdown);
+    let mut tasks = JoinSet::new();
+    let mut status = BTreeMap::new();
+    for flow in flows {
+        let task = FlowTask {
+            own: owners.get(&flow.target).cloned(),
+            reverse: config
+                .flows
+                .iter()
+                .any(|f| f.enabled && f.source == flow.target && f.target == flow.source),
+            flow,
+            config: config.clone(),
+            observer: observer.clone(),
+            shutdown: shutdown.clone(),
+        };
+        let (name, rx) = task.spawn(&mut tasks);
+        status.insert(name, rx);
+    }
+    let http = listener.map(|l| serve_http(l, &observer, &status, &shutdown));
+    let done = tokio::spawn(join_flows(tasks, members));
+    Ok(Engine {
+        status,
+        done,
+        observer,
+        http,
+    })
+}
+
+/// Runs every enabled flow of `config` until `shutdown` turns true.
+pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+    let engine = spawn(config, shutdown).map_err(ReplicatorError::into_error)?;
+    engine
+        .done
+        .await
+        .map_err(|e| Error::invalid(format!("engine task failed: {e}")))?
+}
+
+/// The enabled flows, or a configuration error when there is none.
+fn enabled_flows(config: &Config) -> std::result::Result<Vec<FlowConfig>, ConfigError> {
+    let flows: Vec<FlowConfig> = config.flows.iter().filter(|f| f.enabled).cloned().collect();
+    if flows.is_empty() {
+        return Err(ConfigError {
+            origin: config.origin.clone(),
+            key: "flows".to_string(),
+            problem: "no enabled flow".to_string(),
+            allowed: None,
+        });
+    }
+    Ok(flows)
+}
+
+/// Warns once about each secret written in clear in the configuration file.
+fn warn_literal_secrets(config: &Config) {
+    let mut literal: Vec<String> = Vec::new();
+    for c in config.clusters.values() {
+        literal.extend(c.literal_secrets());
+    }
+    if let Some(token) = config.http.as_ref().and_then(|h| h.token.as_ref()) {
+        if token.source() == &SecretSource::Literal {
+            literal.push("the HTTP token".to_string());
+        }
+    }
+    for what in literal {
+        tracing::warn!(
+            "{}: {what} is written in clear in the configuration file; prefer {{ env = \"VAR\" }} or {{ file = \"PATH\" }} (mm2.properties: ${{env:VAR}} or ${{file:PATH:KEY}})",
+            config.origin
+        );
+    }
+}
+
+/// Binds the HTTP listener and loads its TLS certificate, when `http` is set.
+fn bind_http(config: &Config) -> std::result::Result<Option<Listener>, ReplicatorError> {
+    let Some(h) = &config.http else {
+        return Ok(None);
+    };
+    let failed = |problem: String| ReplicatorError::Http {
+        origin: config.origin.clone(),
+        addr: h.addr.clone(),
+        problem,
+    };
+    let (socket, local) =
+        observe::http::bind(&h.addr).map_err(|e| failed(format!("cannot listen: {e}")))?;
+    let tls = match (&h.tls_cert, &h.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(crate::tls::server_config(cert, key).map_err(|e| failed(format!("TLS: {e}")))?)
+        }
+        _ => None,
+    };
+    Ok(Some(Listener {
+        socket,
+        local,
+        tls,
+        token: h.token.clone(),
+    }))
+}
+
+/// One group membership per target cluster, each ended after its flows.
+fn spawn_memberships(
+    config: &Arc<Config>,
+    flows: &[FlowConfig],
+    owners: &BTreeMap<String, Arc<Ownership>>,
+    shutdown: &watch::Receiver<bool>,
+) -> JoinSet<Result<()>> {
+    let mut members = JoinSet::new();
+    for (target, own) in owners {
+        let cfg = MembershipConfig {
+            group: membership::group_id(&config.instance_group, target),
+            flows: flows
+                .iter()
+                .filter(|f| f.target == *target)
+                .map(|f| f.name())
+                .collect(),
+            timings: crate::client::group::GroupTimings {
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            instance: membership::instance_name(),
+        };
+        let (own, config, target) = (own.clone(), config.clone(), target.clone());
+        let mut shutdown = shutdown.clone();
+        members.spawn(async move {
+            // Connect only once the flows reached their clusters (a refused password or
+            // certificate is then reported once, by the flow).
+            if !own.wait_reported(&cfg.flows, &mut shutdown).await {
+                return Ok(());
+            }
+            let Some(cluster) = connect(&config, &target, &mut shutdown).await? else {
+                return Ok(());
+            };
+            membership::run(cluster, cfg, own, shutdown).await;
+            Ok(())
+        });
+    }
+    members
+}
+
+/// What one flow's task needs.
+struct FlowTask {
+    flow: FlowConfig,
+    own: Option<Arc<Ownership>>,
+    /// Whether the configuration also has the flow the other way (`target->source`).
+    reverse: bool,
+    config: Arc<Config>,
+    observer: Arc<Observer>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl FlowTask {
+    /// Registers the flow and spawns its task into `tasks`; returns its name and status.
+    fn spawn(self, tasks: &mut JoinSet<Result<()>>) -> (String, watch::Receiver<FlowStatus>) {
+        let name = self.flow.name();
+        let (tx, rx) = watch::channel(FlowStatus {
+            name: name.clone(),
+            ..FlowStatus::default()
+        });
+        let (obs, own) = (self.observer.clone(), self.own.clone());
+        obs.register_flow(&name, &self.flow.source, &self.flow.target);
+        let task_name = name.clone();
+        tasks.spawn(async move {
+            let result = self.run(tx).await;
+            obs.stopped(&task_name, result.as_ref().err().map(|e| e.to_string()));
+            if let Some(own) = &own {
+                own.flow_done(&task_name);
+            }
+            result
+        });
+        (name, rx)
+    }
+
+    /// Connects to both clusters (retrying until they answer or shutdown), then runs the flow
+    /// with its topic config and ACL sync beside it.
+    async fn run(self, tx: watch::Sender<FlowStatus>) -> Result<()> {
+        let FlowTask {
+            flow,
+            own,
+            reverse,
+            config,
+            observer: obs,
+            mut shutdown,
+        } = self;
+        let name = flow.name();
+        let o = Some(obs.clone());
+        let Some(source) = connect_observed(&config, &flow.source, &mut shutdown, o).await? else {
+            return Ok(());
+        };
+        obs.connected(&name, Side::Source, true);
+        let o = Some(obs.clone());
+        let Some(target) = connect_observed(&config, &flow.target, &mut shutdown, o).await? else {
+            return Ok(());
+        };
+        obs.connected(&name, Side::Target, true);
+        let rf = config
+            .clusters
+            .get(&flow.target)
+            .map(|c| c.replication_factor)
+            .unwrap_or(-1);
+        // Topic configs and ACLs: a control task beside the flow, ended with it.
+        let sync = topic_sync::TopicSync::new(
+            flow.clone(),
+            source.clone(),
+            target.clone(),
+            own.clone(),
+            obs.clone(),
+        )
+        .map(|s| tokio::spawn(s.run(shutdown.clone())));
+        let mut f =
+            flow::Flow::new(flow, source, target, reverse, rf, tx).with_observer(obs.clone());
+        if let Some(own) = &own {
+            f = f.with_ownership(own.clone());
+        }
+        let result = f.run(shutdown).await;
+        if let Some(sync) = sync {
+            sync.abort();
+            let _ = sync.await;
+        }
+        result
+    }
+}
+
+/// Serves the status page, `/metrics` and the REST API until shutdown; returns the address.
+fn serve_http(
+    listener: Listener,
+    observer: &Arc<Observer>,
+    status: &BTreeMap<String, watch::Receiver<FlowStatus>>,
+    shutdown: &watch::Receiver<bool>,
+) -> SocketAddr {
+    let mut server = observe::http::Server::new(observer.clone(), status.clone());
+    if let Some(token) = listener.token {
+        server = server.with_authorize(observe::http::token_gate(token));
+    }
+    let server = Arc::new(server);
+    let scheme = match listener.tls {
+        Some(cfg) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+            tokio::spawn(
+                server.run_with(listener.socket, shutdown.clone(), move |s| {
+                    let acceptor = acceptor.clone();
+                    async move { acceptor.accept(s).await }
+                }),
+            );
+            "https"
+        }
+        None => {
+            tokio::spawn(server.run(listener.socket, shutdown.clone()));
+            "http"
+        }
+    };
+    tracing::info!(
+        "status page, /metrics and the REST API at {scheme}://{}/",
+        listener.local
+    );
+    listener.local
+}
+
+/// Waits for every flow, then for the group memberships (they leave once their flows
+/// stopped); the first flow error, if any.
+async fn join_flows(
+    mut tasks: JoinSet<Result<()>>,
+    mut members: JoinSet<Result<()>>,
+) -> Result<()> {
+    let mut first_error = None;
+    while let Some(r) = tasks.join_next().await {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                // The first error is returned (and reported by the caller); log it now only
+                // if other flows keep running, so a lone failure reads as one line.
+                if !tasks.is_empty() || first_error.is_some() {
+                    tracing::error!("flow ended with an error: {e}");
+                }
+                first_error.get_or_insert(e);
+            }
+            Err(e) => {
+                first_error.get_or_insert(Error::invalid(format!("flow task failed: {e}")));
+            }
+        }
+    }
+    while let Some(r) = members.join_next().await {
+        if let Ok(Err(e)) = r {
+            tracing::warn!("group membership ended with an error: {e}");
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
