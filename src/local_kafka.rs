@@ -464,6 +464,10 @@ impl KafkaCluster {
                 ("num.recovery.threads.per.data.dir".into(), "1".into()),
                 ("num.replica.fetchers".into(), "1".into()),
                 ("log.segment.bytes".into(), (64 << 20).to_string()),
+                // Nothing expires by age: tests write records with fixed old timestamps, which
+                // the default 7-day retention would delete 30 s after start (a slow run then
+                // sees strait rightly report them lost).
+                ("log.retention.ms".into(), "-1".into()),
                 ("controlled.shutdown.enable".into(), "true".into()),
             ];
             if n.id > controllers {
