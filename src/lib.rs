@@ -26,7 +26,7 @@
 //! - [`replicate`]: flows, with [`mirror`] topics and scale-out through [`assignment`];
 //!   [`Replicator`] on top.
 //!
-//! Modules hidden from this documentation (`bench`, `local_broker`, `local_kafka`, `table`)
+//! Modules hidden from this documentation (`bench`, `local_broker`, `local_kafka`, `local_mm2`, `table`)
 //! serve strait's own command, benchmark and tests; they are not part of the API and change
 //! without notice.
 //!
@@ -46,6 +46,8 @@ pub mod forward;
 pub mod local_broker;
 #[doc(hidden)]
 pub mod local_kafka;
+#[doc(hidden)]
+pub mod local_mm2;
 pub mod metrics;
 pub mod mirror;
 pub mod mm2;
