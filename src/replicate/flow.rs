@@ -201,6 +201,8 @@ pub struct Flow {
     /// Where the rewind counter of the next partition taken up starts, so an answer to a
     /// request sent for an earlier take-up of the same partition never matches it.
     epoch_base: u64,
+    /// `takeover_from = "mm2"`: MirrorMaker 2's committed offsets, read at the first take-over.
+    takeover: Option<super::takeover::Mm2Offsets>,
 }
 
 /// A Fetch request written to a source leader, with the offset asked for each partition: an
@@ -392,6 +394,7 @@ impl Flow {
             fetch_replan: true,
             refresh_soon: false,
             epoch_base: 0,
+            takeover: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! - [`lists`]: allow/deny lists changed at runtime, stored in the target cluster.
 //! - [`store`]: small compacted internal topics used as durable stores.
 //! - [`status`]: what flows report.
+//! - [`takeover`]: partitions taken over from MirrorMaker 2 (`takeover_from = "mm2"`).
 
 pub mod duties;
 pub mod flow;
@@ -15,6 +16,7 @@ pub mod mirrors;
 pub mod progress;
 pub mod status;
 pub mod store;
+pub mod takeover;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -26,6 +26,7 @@ use crate::records::{split, Entry};
 use crate::replicate::progress::{
     self, check_landed, Landed, LandedBatch, OwnBatch, Progress, Writer,
 };
+use crate::replicate::takeover::{self, Outcome};
 
 /// How a partition is taken up.
 enum Start {
@@ -64,6 +65,80 @@ impl Flow {
             producer_epoch: p.epoch,
             next_sequence: 0,
         })
+    }
+
+    /// `takeover_from = "mm2"`, a partition with no progress record: it starts where
+    /// MirrorMaker 2 stopped (see [`takeover`]), or at the source's log start if MirrorMaker 2
+    /// copied nothing of it. Where that cannot be proven it is not taken up (an error naming why).
+    async fn take_over(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+        target_end: i64,
+    ) -> Result<Start> {
+        let committed = self
+            .mm2_offsets()
+            .await?
+            .get(&(topic.to_string(), partition))
+            .copied();
+        let p = takeover::Partition {
+            topic,
+            remote,
+            partition,
+            committed,
+            target_end,
+            map_records: self.cfg.takeover_map_records,
+            fetch_max_bytes: self.cfg.fetch_max_bytes,
+        };
+        let map = match takeover::take_over(&self.source, &self.target, p).await? {
+            Outcome::Fresh => {
+                let from = self
+                    .source
+                    .list_offsets(topic, &[partition], EARLIEST)
+                    .await?[0]
+                    .1;
+                OffsetMap::new(from, 0)
+            }
+            Outcome::Continue {
+                map,
+                committed,
+                beyond,
+            } => {
+                tracing::info!(flow = %self.name(), %topic, partition, committed, beyond, from = map.source_next(), target_offset = map.target_next(), mapped_from = map.source_start(), "taking over from MirrorMaker 2: it replicated up to source offset {} (committed {committed}, {beyond} records beyond)", map.source_next() - 1);
+                map
+            }
+            Outcome::Unproven(why) => {
+                self.obs.error(&self.name(), "takeover_unproven");
+                return Err(Error::invalid(format!(
+                    "cannot take over from MirrorMaker 2 (source {topic}/{partition}): {why}; the partition is not replicated"
+                )));
+            }
+        };
+        Ok(Start::Continue {
+            map,
+            writer: self.fresh_writer()?,
+            flushed: false,
+        })
+    }
+
+    /// MirrorMaker 2's committed offsets, read from its offsets topic on the target once.
+    async fn mm2_offsets(&mut self) -> Result<&takeover::Mm2Offsets> {
+        if self.takeover.is_none() {
+            let topic = self.cfg.takeover_offsets_topic();
+            let read = takeover::read_mm2_offsets(&self.target, &topic, self.source.name()).await?;
+            let offsets = read.ok_or_else(|| {
+                Error::invalid(format!(
+                    "takeover_from = \"mm2\": no MirrorMaker 2 offsets topic {topic} (set takeover_offsets_topic to its offset.storage.topic)"
+                ))
+                .cluster(self.target.name())
+            })?;
+            tracing::info!(flow = %self.name(), %topic, partitions = offsets.len(), "read MirrorMaker 2's committed offsets");
+            self.takeover = Some(offsets);
+        }
+        self.takeover
+            .as_ref()
+            .ok_or_else(|| Error::invalid("MirrorMaker 2's offsets were not read"))
     }
 
     /// Works out where a partition resumes, from the stored progress and the target itself.
@@ -108,6 +183,10 @@ impl Flow {
                 },
                 kind: "source_topic_recreated",
             },
+            None if self.cfg.takeover_from.is_some() => self
+                .take_over(topic, remote, partition, target_end)
+                .await
+                .map_err(ctx)?,
             None if target_end == 0 => {
                 let from = self
                     .source
