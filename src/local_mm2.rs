@@ -62,12 +62,15 @@ pub struct Mm2Options {
     pub extra: Vec<(String, String)>,
     /// Maximum heap, as java's `-Xmx` takes it.
     pub heap: String,
+    /// Further JVM options (garbage collector, initial heap).
+    pub jvm_options: Vec<String>,
     /// Parent folder of the run's folder (the system temp folder when `None`).
     pub dir: Option<PathBuf>,
 }
 
 impl Mm2Options {
-    /// `source->target` for every topic and group, short intervals, 256 MiB of heap.
+    /// `source->target` for every topic and group, short intervals, 256 MiB of heap and the
+    /// serial collector.
     pub fn new(
         source_alias: &str,
         source_bootstrap: &str,
@@ -89,6 +92,7 @@ impl Mm2Options {
             compression: "none".to_string(),
             extra: Vec::new(),
             heap: "256m".to_string(),
+            jvm_options: vec!["-Xms64m".to_string(), "-XX:+UseSerialGC".to_string()],
             dir: None,
         }
     }
@@ -96,6 +100,28 @@ impl Mm2Options {
     /// The flow name, `source->target`.
     pub fn flow(&self) -> String {
         format!("{}->{}", self.source_alias, self.target_alias)
+    }
+
+    /// MirrorMaker 2's own intervals (`emit.checkpoints.interval.seconds` 60,
+    /// `refresh.*.interval.seconds` 600, `offset.flush.interval.ms` 60 000) and the JVM as
+    /// Apache Kafka's `bin/connect-mirror-maker.sh` runs it (2 GiB of heap, G1).
+    pub fn as_shipped(mut self) -> Mm2Options {
+        self.checkpoint_interval_secs = 60;
+        self.refresh_interval_secs = 600;
+        self.offset_flush_interval_ms = 60_000;
+        self.heap = "2G".to_string();
+        self.jvm_options = [
+            "-Xms256M",
+            "-server",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35",
+            "-XX:+ExplicitGCInvokesConcurrent",
+            "-XX:MaxInlineLevel=15",
+        ]
+        .map(String::from)
+        .to_vec();
+        self
     }
 }
 
@@ -218,8 +244,7 @@ impl Mm2Process {
         let err = out.try_clone().map_err(Error::from)?;
         let child = Command::new(java())
             .arg(format!("-Xmx{}", opts.heap))
-            .arg("-Xms64m")
-            .arg("-XX:+UseSerialGC")
+            .args(&opts.jvm_options)
             .arg("-Djava.awt.headless=true")
             .arg(format!("-Dlog4j2.configurationFile={}", log4j.display()))
             .arg("-cp")
