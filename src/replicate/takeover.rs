@@ -335,7 +335,16 @@ pub async fn take_over(source: &Cluster, target: &Cluster, p: Partition<'_>) -> 
         .list_offsets(p.remote, &[partition], EARLIEST)
         .await?[0]
         .1;
-    let span = (s_end - committed).min(TAIL_RECORDS);
+    if p.target_end <= t_start {
+        return Ok(Outcome::Unproven(format!(
+            "MirrorMaker 2 committed source offset {committed} but the remote partition holds no record (offsets {t_start}..{}): was it deleted or created again?",
+            p.target_end
+        )));
+    }
+    // What follows the committed record's copy on the target came from the source after it.
+    let span = (s_end - committed)
+        .min(p.target_end - t_start)
+        .min(TAIL_RECORDS);
     let text_from = t_start.max(p.target_end - span);
     let text = read_window(target, p.remote, partition, (text_from, p.target_end), p).await?;
     if text.transactional {

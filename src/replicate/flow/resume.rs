@@ -77,11 +77,18 @@ impl Flow {
         partition: i32,
         target_end: i64,
     ) -> Result<Start> {
-        let committed = self
-            .mm2_offsets()
-            .await?
-            .get(&(topic.to_string(), partition))
-            .copied();
+        let key = (topic.to_string(), partition);
+        let committed = match self.mm2_offsets().await? {
+            Some(offsets) => offsets.get(&key).copied(),
+            // Nothing on the target to continue after: the partition starts as any would.
+            None if target_end == 0 => None,
+            None => {
+                return Err(Error::invalid(format!(
+                    "takeover_from = \"mm2\": no MirrorMaker 2 offsets topic {} to take source {topic}/{partition} over from (set takeover_offsets_topic to its offset.storage.topic); the partition is not replicated",
+                    self.cfg.takeover_offsets_topic()
+                )))
+            }
+        };
         let p = takeover::Partition {
             topic,
             remote,
@@ -98,6 +105,7 @@ impl Flow {
                     .list_offsets(topic, &[partition], EARLIEST)
                     .await?[0]
                     .1;
+                tracing::info!(flow = %self.name(), %topic, partition, beyond = 0, from, "taking over from MirrorMaker 2: it copied nothing of this partition; starting at the source's log start");
                 OffsetMap::new(from, 0)
             }
             Outcome::Continue {
@@ -122,23 +130,19 @@ impl Flow {
         })
     }
 
-    /// MirrorMaker 2's committed offsets, read from its offsets topic on the target once.
-    async fn mm2_offsets(&mut self) -> Result<&takeover::Mm2Offsets> {
+    /// MirrorMaker 2's committed offsets, read from its offsets topic on the target once;
+    /// `None` while that topic does not exist.
+    async fn mm2_offsets(&mut self) -> Result<Option<&takeover::Mm2Offsets>> {
         if self.takeover.is_none() {
             let topic = self.cfg.takeover_offsets_topic();
             let read = takeover::read_mm2_offsets(&self.target, &topic, self.source.name()).await?;
-            let offsets = read.ok_or_else(|| {
-                Error::invalid(format!(
-                    "takeover_from = \"mm2\": no MirrorMaker 2 offsets topic {topic} (set takeover_offsets_topic to its offset.storage.topic)"
-                ))
-                .cluster(self.target.name())
-            })?;
+            let Some(offsets) = read else {
+                return Ok(None);
+            };
             tracing::info!(flow = %self.name(), %topic, partitions = offsets.len(), "read MirrorMaker 2's committed offsets");
             self.takeover = Some(offsets);
         }
-        self.takeover
-            .as_ref()
-            .ok_or_else(|| Error::invalid("MirrorMaker 2's offsets were not read"))
+        Ok(self.takeover.as_ref())
     }
 
     /// Works out where a partition resumes, from the stored progress and the target itself.
