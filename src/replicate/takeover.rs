@@ -359,27 +359,9 @@ pub async fn take_over(source: &Cluster, target: &Cluster, p: Partition<'_>) -> 
         )));
     }
     let with_time = !text.log_append_time;
-    let candidates = overlaps(&text.keys(with_time), &pattern.keys(with_time));
-    let len = match candidates.as_slice() {
-        [] => {
-            return Ok(Outcome::Unproven(format!(
-                "the remote partition does not end with copies of the source records from offset {committed} (MirrorMaker 2's last committed), as it would if MirrorMaker 2 had written it alone and in order up to its stop"
-            )))
-        }
-        [one] => *one,
-        several => {
-            let syncs = read_syncs(source, target, topic, partition).await?;
-            match choose(several, &text.offsets, &pattern.offsets, &syncs) {
-                Some(l) => l,
-                None => {
-                    return Ok(Outcome::Unproven(format!(
-                        "the source records from offset {committed} repeat, so the remote partition's last records match them at {} different points ({} records copied beyond the committed offset or fewer), and MirrorMaker 2's offset syncs do not single one out",
-                        several.len(),
-                        several[0] - 1
-                    )))
-                }
-            }
-        }
+    let len = match tail_length(source, target, p, committed, (&text, &pattern), with_time).await? {
+        Ok(len) => len,
+        Err(why) => return Ok(Outcome::Unproven(why)),
     };
     let base = text.offsets.len() - len;
     let mut pairs: Vec<(i64, i64)> = (0..len)
@@ -394,6 +376,36 @@ pub async fn take_over(source: &Cluster, target: &Cluster, p: Partition<'_>) -> 
         committed,
         beyond: len as i64 - 1,
     })
+}
+
+/// How many records at the end of the remote partition (`text`) are copies of the source
+/// records from the committed one on (`pattern`): the only match length, or the one MirrorMaker
+/// 2's offset syncs single out; `Ok(Err(why))` when there is none.
+async fn tail_length(
+    source: &Cluster,
+    target: &Cluster,
+    p: Partition<'_>,
+    committed: i64,
+    (text, pattern): (&Window, &Window),
+    with_time: bool,
+) -> Result<std::result::Result<usize, String>> {
+    let candidates = overlaps(&text.keys(with_time), &pattern.keys(with_time));
+    match candidates.as_slice() {
+        [] => Ok(Err(format!(
+            "the remote partition does not end with copies of the source records from offset {committed} (MirrorMaker 2's last committed), as it would if MirrorMaker 2 had written it alone and in order up to its stop"
+        ))),
+        [one] => Ok(Ok(*one)),
+        several => {
+            let syncs = read_syncs(source, target, p.topic, p.partition).await?;
+            Ok(choose(several, &text.offsets, &pattern.offsets, &syncs).ok_or_else(|| {
+                format!(
+                    "the source records from offset {committed} repeat, so the remote partition's last records match them at {} different points ({} records copied beyond the committed offset or fewer), and MirrorMaker 2's offset syncs do not single one out",
+                    several.len(),
+                    several[0] - 1
+                )
+            }))
+        }
+    }
 }
 
 /// Pairs of the records before the take-over point `first` (source, target) that match one for
