@@ -75,6 +75,9 @@ pub mod local_broker;
 // Apache Kafka clusters for integration tests.
 #[doc(hidden)]
 pub mod local_kafka;
+// MirrorMaker 2 launcher: `strait bench --peer mm2` and tests/mm2_takeover.rs.
+#[doc(hidden)]
+pub mod local_mm2;
 // Mirror topics: `strait mirror`.
 #[doc(hidden)]
 pub mod mirror;

@@ -66,7 +66,8 @@ fn has_kafka_jar(libs: &Path) -> bool {
     })
 }
 
-fn java() -> PathBuf {
+/// The java binary: `$JAVA_HOME/bin/java`, else `java` on PATH.
+pub(crate) fn java() -> PathBuf {
     std::env::var_os("JAVA_HOME")
         .map(|h| PathBuf::from(h).join("bin/java"))
         .filter(|p| p.is_file())
@@ -711,7 +712,7 @@ impl Drop for KafkaCluster {
 }
 
 /// SIGTERM, then SIGKILL if the process has not exited within `timeout`.
-fn terminate(c: &mut Child, timeout: Duration) {
+pub(crate) fn terminate(c: &mut Child, timeout: Duration) {
     if let Ok(pid) = i32::try_from(c.id()) {
         // SAFETY: sending a signal to a child process we own.
         unsafe {

@@ -191,3 +191,91 @@ fn bench_starts_its_own_brokers_by_default() {
     assert!(text.contains("strait bench: 504 records"), "{text}");
     assert!(text.contains("504 records on the target"), "{text}");
 }
+
+#[test]
+fn bench_peer_mm2_reports_both_side_by_side() {
+    // MirrorMaker 2 replicates the same backlog after strait; both are measured and compared.
+    let a = Broker::start("bench-peer-a");
+    let b = Broker::start("bench-peer-b");
+    let out = strait()
+        .args([
+            "bench",
+            "--source",
+            &a.bootstrap(),
+            "--target",
+            &b.bootstrap(),
+        ])
+        .args([
+            "--topic",
+            "bench_peer",
+            "--partitions",
+            "2",
+            "--records",
+            "2000",
+        ])
+        .args(["--record-bytes", "300", "--keys", "40", "--codec", "zstd"])
+        .args(["--latency-secs", "0", "--peer", "mm2", "--json"])
+        .output()
+        .expect("run strait bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "strait bench --peer mm2 failed: {stderr}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let m = &v["measured"];
+    let records = u(&m["fill"]["records"]);
+    let p = &m["peer"];
+    assert!(
+        p["name"].as_str().unwrap().starts_with("MirrorMaker 2"),
+        "{p}"
+    );
+    assert_eq!(p["remote_topic"].as_str(), Some("mm2.bench_peer"));
+    assert_eq!(u(&p["target_records"]), records);
+    assert_eq!(u(&p["transfer"]["records"]), records);
+    assert_eq!(u(&p["transfer"]["bytes"]), u(&m["fill"]["bytes"]));
+    assert!(f(&p["transfer"]["seconds"]) > 0.0);
+    assert!(f(&p["first_record_seconds"]) > 0.0);
+    assert!(f(&p["first_record_seconds"]) <= f(&p["total_seconds"]));
+    let cpu = f(&p["process"]["user_seconds"]) + f(&p["process"]["system_seconds"]);
+    let moving = f(&p["moving_cpu_seconds"]);
+    assert!(cpu > 0.0 && moving >= 0.0 && moving <= cpu + 0.02, "{p}");
+    assert!(u(&p["process"]["peak_rss_bytes"]) > 0, "{p}");
+    // The ratios are strait's figures over MirrorMaker 2's.
+    let r = &v["ratios"]["peer"];
+    let mbps = |t: &Value| u(&t["bytes"]) as f64 / 1e6 / f(&t["seconds"]);
+    assert!(close(
+        f(&r["throughput"]),
+        mbps(&m["strait"]) / mbps(&p["transfer"])
+    ));
+    let rss = |x: &Value| u(&x["peak_rss_bytes"]) as f64;
+    assert!(close(
+        f(&r["peak_rss"]),
+        rss(&m["strait_process"]) / rss(&p["process"])
+    ));
+    let strait_first = f(&m["strait_total_seconds"]) - f(&m["strait"]["seconds"]);
+    assert!(close(
+        f(&r["first_record"]),
+        strait_first / f(&p["first_record_seconds"])
+    ));
+    let gb = u(&m["fill"]["bytes"]) as f64 / 1e9;
+    let strait_moving = f(&m["strait_moving_cpu_seconds"]) / gb;
+    assert!(close(
+        f(&r["moving_cpu_per_gb"]),
+        strait_moving / (moving / gb)
+    ));
+    // Both remote topics hold every record, with the source's keys.
+    for remote in ["source.bench_peer", "mm2.bench_peer"] {
+        let got = consume_all(
+            &b.bootstrap(),
+            remote,
+            records as usize,
+            Duration::from_secs(30),
+        );
+        assert_eq!(got.len() as u64, records, "{remote}");
+        let mut keys: Vec<_> = got.iter().map(|r| r.key.clone().unwrap()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), 40, "{remote}");
+    }
+}

@@ -15,11 +15,15 @@
 //!    throughput (or a given rate) while a second `strait run` replicates it, and read the
 //!    target with [`latency::probe`]. The CLI gives this phase fresh local brokers.
 //!
+//! 6. optionally ([`peer::run_mm2`], `--peer mm2`), MirrorMaker 2 replicates the same backlog
+//!    on the same clusters, measured the same way, for a side-by-side report.
+//!
 //! The pure parts (percentiles, the report and its ratios, the data) are unit-tested here; the
 //! whole is tested against two Apache Kafka clusters in `tests/bench.rs`.
 
 pub mod data;
 pub mod latency;
+pub mod peer;
 pub mod process;
 pub mod relay;
 pub mod report;
@@ -237,6 +241,7 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
         relay_runs_cpu_per_gb,
         latency: None,
         idle: replicated.idle,
+        peer: None,
     };
     Ok(report)
 }

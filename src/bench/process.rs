@@ -60,16 +60,7 @@ impl Measured {
     /// Reads the child's peak RSS so far (`VmHWM`) and keeps it for the cost returned when it
     /// is reaped; call it just before the child ends.
     pub fn sample_peak_rss(&mut self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.id())).ok()?;
-        let kib: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
-        let bytes = kib * 1024;
+        let bytes = peak_rss(self.id())?;
         self.peak_rss = Some(self.peak_rss.unwrap_or(0).max(bytes));
         self.peak_rss
     }
@@ -139,9 +130,30 @@ impl Measured {
     }
 }
 
+/// The peak resident set size of process `pid` so far (`VmHWM` of `/proc/<pid>/status`), in
+/// bytes; `None` when it cannot be read.
+pub fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
 /// CPU seconds (user plus system, all threads) process `pid` has used so far, from
 /// `/proc/<pid>/stat`; `None` when it cannot be read. Resolution: one clock tick (10 ms).
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    cpu_times(pid).map(|(user, system)| user + system)
+}
+
+/// User and system CPU seconds (all threads) process `pid` has used so far, from
+/// `/proc/<pid>/stat`; `None` when it cannot be read.
+pub fn cpu_times(pid: u32) -> Option<(f64, f64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -151,7 +163,7 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stime: u64 = fields.get(12)?.parse().ok()?;
     // SAFETY: sysconf only reads a system constant.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (ticks > 0).then(|| (utime + stime) as f64 / ticks as f64)
+    (ticks > 0).then(|| (utime as f64 / ticks as f64, stime as f64 / ticks as f64))
 }
 
 /// CPU seconds of several processes, sampled together; the difference of two samples is what

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::peer::{PeerRatios, PeerRun};
 use super::stats::Summary;
 
 /// The shape of the data and where it went.
@@ -175,6 +176,8 @@ pub struct Report {
     pub latency: Option<LatencyRun>,
     /// strait left running with nothing to move after the backlog (`--idle-secs`).
     pub idle: Option<Idle>,
+    /// Another replicator on the same backlog (`--peer`), when it ran.
+    pub peer: Option<PeerRun>,
 }
 
 /// strait with nothing to move: every record replicated, no new ones.
@@ -212,6 +215,8 @@ pub struct Ratios {
     pub strait_moving_cpu_seconds_per_gb: Option<f64>,
     /// That over the relay's CPU per GB.
     pub moving_floor_multiple: Option<f64>,
+    /// strait's figures over the peer's, when it ran.
+    pub peer: Option<PeerRatios>,
 }
 
 /// The JSON form: what was measured and what follows from it.
@@ -233,7 +238,25 @@ impl Report {
             floor_multiple: self.floor_multiple(),
             strait_moving_cpu_seconds_per_gb: self.strait_moving_cpu_per_gb(),
             moving_floor_multiple: self.moving_floor_multiple(),
+            peer: self.peer_ratios(),
         }
+    }
+
+    /// Seconds from strait's start to its first record on the target.
+    pub fn strait_first_record_seconds(&self) -> f64 {
+        (self.strait_total_seconds - self.strait.seconds).max(0.0)
+    }
+
+    /// strait's figures over the peer's, when it ran.
+    pub fn peer_ratios(&self) -> Option<PeerRatios> {
+        let peer = self.peer.as_ref()?;
+        Some(super::peer::ratios(
+            &self.strait,
+            self.strait_moving_cpu_per_gb(),
+            self.strait_process.peak_rss_bytes,
+            self.strait_first_record_seconds(),
+            peer,
+        ))
     }
 
     /// The report as pretty JSON: `{"measured": ..., "ratios": ...}`.
@@ -299,6 +322,9 @@ impl Report {
         self.render_brokers(&mut o);
         let _ = writeln!(o);
         self.render_latency(&mut o);
+        if let Some(peer) = &self.peer {
+            self.render_peer(&mut o, peer);
+        }
         o
     }
 
@@ -480,6 +506,59 @@ impl Report {
             }
         }
     }
+
+    /// The side-by-side table of strait and the peer.
+    fn render_peer(&self, o: &mut String, peer: &PeerRun) {
+        let Some(r) = self.peer_ratios() else {
+            return;
+        };
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "side by side with {} on the same backlog and brokers ({}; {} records on {}):",
+            peer.name, peer.settings, peer.target_records, peer.remote_topic
+        );
+        let _ = writeln!(
+            o,
+            "{:<36} {:>10} {:>14} {:>11}",
+            "", "strait", "MirrorMaker 2", "strait/MM2"
+        );
+        let row = |o: &mut String, what: &str, a: String, b: String, ratio: Option<f64>| {
+            let ratio = ratio
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "?".into());
+            let _ = writeln!(o, "{what:<36} {a:>10} {b:>14} {ratio:>11}");
+        };
+        let opt = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "?".into());
+        row(
+            o,
+            "throughput, first to last (MB/s)",
+            format!("{:.1}", self.strait.mb_per_s()),
+            format!("{:.1}", peer.transfer.mb_per_s()),
+            Some(r.throughput),
+        );
+        row(
+            o,
+            "CPU-s per GB while moving data",
+            opt(self.strait_moving_cpu_per_gb()),
+            opt(peer.moving_cpu_per_gb()),
+            r.moving_cpu_per_gb,
+        );
+        row(
+            o,
+            "peak RSS (MB)",
+            format!("{:.1}", self.strait_process.peak_rss_bytes as f64 / 1e6),
+            format!("{:.1}", peer.process.peak_rss_bytes as f64 / 1e6),
+            Some(r.peak_rss),
+        );
+        row(
+            o,
+            "start to first record (s)",
+            format!("{:.2}", self.strait_first_record_seconds()),
+            format!("{:.2}", peer.first_record_seconds),
+            Some(r.first_record),
+        );
+    }
 }
 
 /// One transfer: size, time, throughput.
@@ -569,6 +648,7 @@ mod tests {
                 seconds: 60.0,
                 cpu_seconds: 0.3,
             }),
+            peer: None,
         }
     }
 
@@ -680,5 +760,56 @@ mod tests {
             text.contains("without strait (target only)       p50 2 ms, p99 9 ms, max 15 ms over 6000 batches, 40% of the cores busy"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_peer_is_shown_side_by_side() {
+        let mut r = report();
+        assert!(!r.render().contains("side by side"));
+        assert!(r.ratios().peer.is_none());
+        r.peer = Some(PeerRun {
+            name: "MirrorMaker 2 (Apache Kafka 4.1.1)".into(),
+            settings: "dedicated mode".into(),
+            remote_topic: "mm2.t".into(),
+            transfer: Transfer {
+                bytes: 2_000_000_000,
+                records: 2_000_000,
+                seconds: 50.0,
+            },
+            first_record_seconds: 5.0,
+            total_seconds: 55.0,
+            target_records: 2_000_000,
+            process: ProcessCost {
+                user_seconds: 40.0,
+                system_seconds: 4.0,
+                peak_rss_bytes: 500_000_000,
+            },
+            moving_cpu_seconds: Some(32.0),
+        });
+        // strait: 160 MB/s, 0.8 CPU-s/GB moving, 50 MB, 0.5 s to the first record.
+        let p = r.ratios().peer.unwrap();
+        assert!((p.throughput - 4.0).abs() < 1e-12);
+        assert!((p.moving_cpu_per_gb.unwrap() - 0.05).abs() < 1e-12);
+        assert!((p.peak_rss - 0.1).abs() < 1e-12);
+        assert!((p.first_record - 0.1).abs() < 1e-12);
+        let text = r.render();
+        assert!(
+            text.contains("side by side with MirrorMaker 2 (Apache Kafka 4.1.1)"),
+            "{text}"
+        );
+        let row = |what: &str| {
+            text.lines()
+                .find(|l| l.starts_with(what))
+                .unwrap_or_else(|| panic!("no {what} in {text}"))
+                .split_whitespace()
+                .rev()
+                .take(3)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row("throughput, first to last"), ["4.00", "40.0", "160.0"]);
+        assert_eq!(row("CPU-s per GB while moving"), ["0.05", "16.00", "0.80"]);
+        assert_eq!(row("peak RSS"), ["0.10", "500.0", "50.0"]);
+        assert_eq!(row("start to first record"), ["0.10", "5.00", "0.50"]);
+        assert!(r.to_json().contains("\"first_record_seconds\": 5.0"));
     }
 }

@@ -80,6 +80,18 @@ pub struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also run this replicator on the same backlog and brokers, after strait, and report both
+    /// side by side (`mm2`: Apache Kafka's MirrorMaker 2, dedicated mode, from the jars the
+    /// local brokers run from).
+    #[arg(long, value_enum)]
+    pub peer: Option<Peer>,
+}
+
+/// A replicator `strait bench --peer` measures next to strait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Peer {
+    /// Apache Kafka's MirrorMaker 2.
+    Mm2,
 }
 
 /// Arguments of `strait bench-relay`.
@@ -139,6 +151,12 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
     };
     let progress = |line: &str| eprintln!("{line} ...");
     let mut report = strait::bench::run(&opts, &progress).await;
+    if let (Ok(r), Some(Peer::Mm2)) = (&mut report, args.peer) {
+        match strait::bench::peer::run_mm2(&opts, r.fill.records, r.fill.bytes, &progress).await {
+            Ok(p) => r.peer = Some(p),
+            Err(e) => report = Err(e),
+        }
+    }
     if let Ok(r) = &mut report {
         if opts.latency_seconds > 0.0 {
             let rate = strait::bench::latency_rate(&opts, r.strait.mb_per_s());

@@ -369,6 +369,28 @@ impl Default for NamingPolicy {
     }
 }
 
+/// Another replicator a flow takes partitions over from (`takeover_from`): a partition with no
+/// progress record of its own starts where that replicator stopped, without copying again what
+/// it copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takeover {
+    /// MirrorMaker 2: its source offsets in its Connect offsets topic on the target, checked
+    /// against what it wrote into the remote partition.
+    Mm2,
+}
+
+impl Takeover {
+    /// The TOML spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Takeover::Mm2 => "mm2",
+        }
+    }
+}
+
+/// Records before the take-over point matched into the offset map by default.
+pub const DEFAULT_TAKEOVER_MAP_RECORDS: u64 = 100_000;
+
 /// What a flow does with the topics it selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -460,6 +482,15 @@ pub struct FlowConfig {
     pub consumer_offset_sync_interval: Duration,
     /// Mirror flows: which groups are synced, in Cluster Linking's JSON form (default all).
     pub consumer_offset_group_filters: GroupFilters,
+    /// Replicate flows: take partitions with no progress record over from this replicator
+    /// (default none: they start at the source's log start).
+    pub takeover_from: Option<Takeover>,
+    /// The Connect offsets topic on the target holding MirrorMaker 2's source offsets (default
+    /// `mm2-offsets.<source>.internal`).
+    pub takeover_offsets_topic: Option<String>,
+    /// Records before the take-over point matched one by one into the offset map, so that
+    /// groups committed that far back translate exactly (default 100 000).
+    pub takeover_map_records: u64,
 }
 
 impl FlowConfig {
@@ -498,7 +529,17 @@ impl FlowConfig {
             consumer_offset_sync: true,
             consumer_offset_sync_interval: Duration::from_secs(5),
             consumer_offset_group_filters: GroupFilters::all(),
+            takeover_from: None,
+            takeover_offsets_topic: None,
+            takeover_map_records: DEFAULT_TAKEOVER_MAP_RECORDS,
         }
+    }
+
+    /// The topic MirrorMaker 2's source offsets are read from for `takeover_from = "mm2"`.
+    pub fn takeover_offsets_topic(&self) -> String {
+        self.takeover_offsets_topic
+            .clone()
+            .unwrap_or_else(|| format!("mm2-offsets.{}.internal", self.source))
     }
 
     /// `"source->target"`.

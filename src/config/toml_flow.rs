@@ -11,7 +11,7 @@ use super::toml::{
     dotted_name, misplaced_hint, toml_bool, toml_duration, toml_str, unknown_key, wrong_type,
 };
 use super::validate::validate_values;
-use super::{ConfigFormat, FlowConfig, FlowMode, NamingPolicy, DEFAULT_SEPARATOR};
+use super::{ConfigFormat, FlowConfig, FlowMode, NamingPolicy, Takeover, DEFAULT_SEPARATOR};
 
 /// The flow durations, by field name (each is a TOML key with `_secs` or `_ms`).
 const FLOW_DURATIONS: &[&str] = &[
@@ -71,6 +71,9 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "consumer_offset_sync_interval_secs",
     "consumer_offset_sync_interval_ms",
     "consumer_offset_group_filters",
+    "takeover_from",
+    "takeover_offsets_topic",
+    "takeover_map_records",
 ];
 
 /// Naming settings gathered over the `[defaults]` layer (0) and the flow's own table (1).
@@ -256,6 +259,11 @@ fn apply_flow_value(
         "buffer_bytes" => flow.buffer_bytes = toml_buffer_bytes(file, path, v)?,
         "fetch_max_bytes" => flow.fetch_max_bytes = toml_fetch_max_bytes(file, path, v)?,
         "max_bytes_per_second" => flow.max_bytes_per_second = Some(toml_size(file, path, v)?),
+        "takeover_from" => flow.takeover_from = toml_takeover(file, path, v)?,
+        "takeover_offsets_topic" => {
+            flow.takeover_offsets_topic = Some(toml_str(file, path, v)?.trim().to_string())
+        }
+        "takeover_map_records" => flow.takeover_map_records = toml_count(file, path, v)?,
         _ => {
             if let Some(list) = flow.list_mut(field) {
                 *list = toml_regex_list(file, path, v)?;
@@ -314,6 +322,33 @@ fn toml_mode(file: &str, path: &str, v: &toml::Value) -> Result<FlowMode, Config
         "mirror" => Ok(FlowMode::Mirror),
         _ => Err(ConfigError::new(file, path, format!("unknown mode `{s}`"))
             .allowed("replicate, mirror")),
+    }
+}
+
+/// `takeover_from`: `mm2`, or `none` (the default), in any case.
+fn toml_takeover(file: &str, path: &str, v: &toml::Value) -> Result<Option<Takeover>, ConfigError> {
+    let s = toml_str(file, path, v)?;
+    match s.trim().to_ascii_lowercase().as_str() {
+        "mm2" => Ok(Some(Takeover::Mm2)),
+        "none" => Ok(None),
+        _ => Err(
+            ConfigError::new(file, path, format!("unknown replicator `{s}`"))
+                .allowed("mm2 (MirrorMaker 2), none"),
+        ),
+    }
+}
+
+/// A number of records: a non-negative integer.
+fn toml_count(file: &str, path: &str, v: &toml::Value) -> Result<u64, ConfigError> {
+    match v {
+        toml::Value::Integer(n) if *n >= 0 => Ok(*n as u64),
+        toml::Value::Integer(n) => {
+            Err(
+                ConfigError::new(file, path, format!("{n} is not a number of records"))
+                    .allowed("an integer, 0 or more"),
+            )
+        }
+        other => Err(wrong_type(file, path, other, "an integer").allowed("an integer, 0 or more")),
     }
 }
 
@@ -723,6 +758,94 @@ naming = "identity"
             "flows[0].consumer_offset_sync_interval_ms",
             "zero",
             None,
+        );
+    }
+
+    #[test]
+    fn toml_takeover_keys() {
+        let flow = "[[flows]]\nsource = \"a\"\ntarget = \"b\"\n";
+        let c = parse_toml(&format!("{TWO}{flow}"), "x.toml").unwrap();
+        assert_eq!(c.flows[0].takeover_from, None);
+        assert_eq!(
+            c.flows[0].takeover_offsets_topic(),
+            "mm2-offsets.a.internal"
+        );
+        assert_eq!(c.flows[0].takeover_map_records, 100_000);
+        let c = parse_toml(
+            &format!("{TWO}[defaults]\ntakeover_from = \"MM2\"\n{flow}takeover_offsets_topic = \"my-offsets\"\ntakeover_map_records = 0\n"),
+            "x.toml",
+        )
+        .unwrap();
+        let f = &c.flows[0];
+        assert_eq!(f.takeover_from, Some(Takeover::Mm2));
+        assert_eq!(f.takeover_offsets_topic(), "my-offsets");
+        assert_eq!(f.takeover_map_records, 0);
+        let e = parse_toml(&format!("{TWO}{flow}takeover_from = \"mm1\"\n"), "x.toml").unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].takeover_from",
+            "unknown replicator `mm1`",
+            Some("mm2"),
+        );
+        let e = parse_toml(
+            &format!("{TWO}{flow}takeover_offsets_topic = \"t\"\n"),
+            "x.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].takeover_offsets_topic",
+            "without takeover_from",
+            None,
+        );
+        let e =
+            parse_toml(&format!("{TWO}{flow}takeover_map_records = 5\n"), "x.toml").unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].takeover_map_records",
+            "without takeover_from",
+            None,
+        );
+        let e = parse_toml(
+            &format!("{TWO}{flow}takeover_from = \"mm2\"\ntakeover_map_records = -1\n"),
+            "x.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].takeover_map_records",
+            "not a number",
+            Some("0 or more"),
+        );
+        let e = parse_toml(
+            &format!("{TWO}{flow}takeover_from = \"mm2\"\ntakeover_offsets_topic = \"a b\"\n"),
+            "x.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].takeover_offsets_topic",
+            "not a legal topic name",
+            None,
+        );
+        let e = parse_toml(
+            &format!(
+                "{TWO}{flow}takeover_from = \"mm2\"\nmode = \"mirror\"\nnaming = \"identity\"\n"
+            ),
+            "x.toml",
+        )
+        .unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].takeover_from",
+            "mirror flow",
+            Some("replicate"),
         );
     }
 }

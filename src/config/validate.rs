@@ -256,7 +256,51 @@ fn validate_flow(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<(), C
     check_separator(file, flow, prov)?;
     check_fetch_sizes(file, flow, prov)?;
     check_offset_syncs(file, flow, prov)?;
-    check_mirror(file, flow, prov)
+    check_mirror(file, flow, prov)?;
+    check_takeover(file, flow, prov)
+}
+
+/// `takeover_from` is for replicate flows; the keys that tune it need it; the offsets topic is a
+/// legal topic name.
+fn check_takeover(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<(), ConfigError> {
+    if flow.takeover_from.is_some() && flow.mode == FlowMode::Mirror {
+        return Err(prov
+            .at("takeover_from")
+            .error(
+                file,
+                "a mirror flow cannot take over from MirrorMaker 2 (it keeps source offsets, MirrorMaker 2 does not)",
+            )
+            .allowed("mode = \"replicate\", or no takeover_from"));
+    }
+    let tuned =
+        flow.takeover_offsets_topic.is_some() || prov.set.contains_key("takeover_map_records");
+    if flow.takeover_from.is_none() && tuned {
+        let field = if flow.takeover_offsets_topic.is_some() {
+            "takeover_offsets_topic"
+        } else {
+            "takeover_map_records"
+        };
+        return Err(prov
+            .at(field)
+            .error(file, "has no effect without takeover_from")
+            .allowed("takeover_from = \"mm2\" in the same flow (or in [defaults])"));
+    }
+    if let Some(topic) = &flow.takeover_offsets_topic {
+        let legal = !topic.is_empty()
+            && topic.len() <= 249
+            && topic != "."
+            && topic != ".."
+            && topic
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !legal {
+            return Err(prov
+                .at("takeover_offsets_topic")
+                .error(file, format!("`{topic}` is not a legal topic name"))
+                .allowed("1 to 249 characters of a-z, A-Z, 0-9, `.`, `_`, `-`"));
+        }
+    }
+    Ok(())
 }
 
 /// No interval is zero, and a fetch waits no longer than Kafka allows.

@@ -142,6 +142,8 @@ pub struct Flow {
     refresh_soon: bool,
     /// The control plane's deadlines.
     timers: TimerTable<Due>,
+    /// `takeover_from = "mm2"`: MirrorMaker 2's committed offsets, read at the first take-over.
+    takeover: Option<super::takeover::Mm2Offsets>,
 }
 
 /// The control plane's deadlines (the data path has its own).
@@ -308,6 +310,7 @@ impl Flow {
             obs,
             refresh_soon: false,
             timers: TimerTable::default(),
+            takeover: None,
         }
     }
 

@@ -10,6 +10,7 @@
 //! - [`status`]: what flows report.
 //! - `engine`: [`spawn`] starts the enabled flows of a configuration, their group
 //!   memberships and the HTTP listener.
+//! - [`takeover`]: partitions taken over from MirrorMaker 2 (`takeover_from = "mm2"`).
 
 pub mod duties;
 mod engine;
@@ -22,6 +23,7 @@ pub mod path;
 pub mod progress;
 pub mod status;
 pub mod store;
+pub mod takeover;
 pub mod topic_sync;
 
 use std::sync::Arc;

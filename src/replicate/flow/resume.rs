@@ -24,6 +24,7 @@ use crate::offsets::OffsetMap;
 use crate::protocol::fetch::READ_UNCOMMITTED;
 use crate::records::{split, Entry};
 use crate::replicate::progress::{self, check_landed, Landed, LandedBatch, OwnBatch, Writer};
+use crate::replicate::takeover::{self, Outcome};
 
 /// How a partition is taken up.
 enum Start {
@@ -62,6 +63,84 @@ impl Flow {
             producer_epoch: p.epoch,
             next_sequence: 0,
         })
+    }
+
+    /// `takeover_from = "mm2"`, a partition with no progress record: it starts where
+    /// MirrorMaker 2 stopped (see [`takeover`]), or at the source's log start if MirrorMaker 2
+    /// copied nothing of it. Where that cannot be proven it is not taken up (an error naming why).
+    async fn take_over(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+        target_end: i64,
+    ) -> Result<Start> {
+        let key = (topic.to_string(), partition);
+        let committed = match self.mm2_offsets().await? {
+            Some(offsets) => offsets.get(&key).copied(),
+            // Nothing on the target to continue after: the partition starts as any would.
+            None if target_end == 0 => None,
+            None => {
+                return Err(Error::invalid(format!(
+                    "takeover_from = \"mm2\": no MirrorMaker 2 offsets topic {} to take source {topic}/{partition} over from (set takeover_offsets_topic to its offset.storage.topic); the partition is not replicated",
+                    self.cfg.takeover_offsets_topic()
+                )))
+            }
+        };
+        let p = takeover::Partition {
+            topic,
+            remote,
+            partition,
+            committed,
+            target_end,
+            map_records: self.cfg.takeover_map_records,
+            fetch_max_bytes: self.cfg.fetch_max_bytes,
+        };
+        let map = match takeover::take_over(&self.source, &self.target, p).await? {
+            Outcome::Fresh => {
+                let from = self
+                    .source
+                    .list_offsets(topic, &[partition], EARLIEST)
+                    .await?[0]
+                    .1;
+                tracing::info!(flow = %self.name(), %topic, partition, beyond = 0, from, "taking over from MirrorMaker 2: it copied nothing of this partition; starting at the source's log start");
+                OffsetMap::new(from, 0)
+            }
+            Outcome::Continue {
+                map,
+                committed,
+                beyond,
+            } => {
+                tracing::info!(flow = %self.name(), %topic, partition, committed, beyond, from = map.source_next(), target_offset = map.target_next(), mapped_from = map.source_start(), "taking over from MirrorMaker 2: it replicated up to source offset {} (committed {committed}, {beyond} records beyond)", map.source_next() - 1);
+                map
+            }
+            Outcome::Unproven(why) => {
+                self.obs.error(&self.name(), "takeover_unproven");
+                return Err(Error::invalid(format!(
+                    "cannot take over from MirrorMaker 2 (source {topic}/{partition}): {why}; the partition is not replicated"
+                )));
+            }
+        };
+        Ok(Start::Continue {
+            map,
+            writer: self.fresh_writer()?,
+            flushed: false,
+        })
+    }
+
+    /// MirrorMaker 2's committed offsets, read from its offsets topic on the target once;
+    /// `None` while that topic does not exist.
+    async fn mm2_offsets(&mut self) -> Result<Option<&takeover::Mm2Offsets>> {
+        if self.takeover.is_none() {
+            let topic = self.cfg.takeover_offsets_topic();
+            let read = takeover::read_mm2_offsets(&self.target, &topic, self.source.name()).await?;
+            let Some(offsets) = read else {
+                return Ok(None);
+            };
+            tracing::info!(flow = %self.name(), %topic, partitions = offsets.len(), "read MirrorMaker 2's committed offsets");
+            self.takeover = Some(offsets);
+        }
+        Ok(self.takeover.as_ref())
     }
 
     /// Works out where a partition resumes, from the stored progress and the target itself.
@@ -106,6 +185,10 @@ impl Flow {
                 },
                 kind: "source_topic_recreated",
             },
+            None if self.cfg.takeover_from.is_some() => self
+                .take_over(topic, remote, partition, target_end)
+                .await
+                .map_err(ctx)?,
             None if target_end == 0 => {
                 let from = self
                     .source
