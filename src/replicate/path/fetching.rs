@@ -281,6 +281,7 @@ impl DataPath {
         if start > at {
             tracing::error!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
             st.lost_records += (start - at) as u64;
+            *self.lost.entry(key.clone()).or_default() += (start - at) as u64;
             self.obs.records_lost(flow, &key.0, (start - at) as u64);
             st.beyond_end = 0;
             // Batches planned before `at` and not yet acknowledged stay queued; the planner

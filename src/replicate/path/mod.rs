@@ -275,6 +275,9 @@ pub struct DataPath {
     budget: Option<budget::Budget>,
     events: VecDeque<Event>,
     missing: Missing,
+    /// Source records lost to retention per partition since start: a partition taken up again
+    /// keeps showing its losses.
+    lost: HashMap<PartKey, u64>,
     obs: Arc<Observer>,
 }
 
@@ -298,6 +301,7 @@ impl DataPath {
             budget: None,
             events: VecDeque::new(),
             missing: Missing::default(),
+            lost: HashMap::new(),
             obs,
         }
     }
@@ -310,7 +314,8 @@ impl DataPath {
     }
 
     /// Starts moving a partition.
-    pub fn add(&mut self, key: PartKey, state: PartState) {
+    pub fn add(&mut self, key: PartKey, mut state: PartState) {
+        state.lost_records = self.lost.get(&key).copied().unwrap_or(0);
         self.parts.insert(key, state);
         self.replan = true;
     }
