@@ -76,6 +76,8 @@ pub struct Outgoing {
     pub source_next: i64,
     /// Set when the batch had to be re-encoded.
     pub reencoded: Option<Reencode>,
+    /// The source batch's partition leader epoch (-1: not known, a legacy message set).
+    pub source_epoch: i32,
 }
 
 /// What one fetched blob becomes.
@@ -113,6 +115,13 @@ impl PartitionPlanner {
             aborted_open: Vec::new(),
             last_epoch: -1,
         }
+    }
+
+    /// Continues after a batch of source leader epoch `epoch` read before (a stored position):
+    /// the first Fetch then lets the leader say whether its log still holds what was read.
+    pub fn after_epoch(mut self, epoch: Option<i32>) -> Self {
+        self.last_epoch = epoch.unwrap_or(-1);
+        self
     }
 
     /// The leader epoch of the last batch planned or dropped (-1: none since the start).
@@ -257,6 +266,7 @@ impl PartitionPlanner {
             },
             source_next: batch.next_offset(),
             reencoded: None,
+            source_epoch: self.last_epoch,
         });
         self.next_offset = batch.next_offset();
     }
@@ -327,6 +337,7 @@ impl PartitionPlanner {
             source,
             source_next: end,
             reencoded: Some(why),
+            source_epoch: self.last_epoch,
         });
         self.next_offset = end;
         Ok(())

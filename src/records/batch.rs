@@ -518,6 +518,14 @@ impl RewrittenBatch {
     pub fn records_count(&self) -> i32 {
         be_i32(&self.header, RECORDS_COUNT)
     }
+    /// The CRC-32C over attributes to the end, kept up to date by rewrites.
+    pub fn crc(&self) -> u32 {
+        be_u32(&self.header, CRC)
+    }
+    /// The rewritten `attributes`.
+    pub fn attributes(&self) -> i16 {
+        be_i16(&self.header, ATTRIBUTES)
+    }
     /// The rewritten `baseSequence`.
     pub fn base_sequence(&self) -> i32 {
         be_i32(&self.header, BASE_SEQUENCE)

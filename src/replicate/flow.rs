@@ -891,17 +891,16 @@ impl Flow {
         topic: &str,
         partition: i32,
         offset: i64,
+        last_fetched_epoch: i32,
     ) -> Result<FetchedPartition> {
         let isolation = crate::protocol::fetch::READ_COMMITTED;
-        fetch_partition(
-            &self.source,
-            topic,
-            partition,
+        let read = FetchRead {
             offset,
-            self.cfg.fetch_max_bytes,
+            last_fetched_epoch,
+            max_bytes: self.cfg.fetch_max_bytes,
             isolation,
-        )
-        .await
+        };
+        fetch_partition(&self.source, topic, partition, read).await
     }
 
     /// Whether a Produce request carrying the partition is still awaited: it is not taken up
@@ -993,23 +992,39 @@ async fn any_ready(fetches: &mut [(RequestId, i32, PendingFetch)]) -> usize {
     .await
 }
 
-/// One partition of `cluster` at `offset` (no wait), `max_bytes` at most, at `isolation`. A
-/// partition error names the cluster, topic, partition and offset.
+/// What [`fetch_partition`] reads.
+struct FetchRead {
+    /// Where.
+    offset: i64,
+    /// The leader epoch of the batch read before `offset` (-1: none).
+    last_fetched_epoch: i32,
+    /// How much at most.
+    max_bytes: i32,
+    /// READ_COMMITTED or READ_UNCOMMITTED.
+    isolation: i8,
+}
+
+/// One partition of `cluster` as `read` says (no wait). A partition error names the cluster,
+/// topic, partition and offset; a diverging epoch is left in the answer.
 async fn fetch_partition(
     cluster: &Cluster,
     topic: &str,
     partition: i32,
-    offset: i64,
-    max_bytes: i32,
-    isolation: i8,
+    read: FetchRead,
 ) -> Result<FetchedPartition> {
+    let FetchRead {
+        offset,
+        last_fetched_epoch,
+        max_bytes,
+        isolation,
+    } = read;
     let (leader, epoch) = cluster.leader(topic, partition).await?;
     let spec = FetchPartitionSpec {
         topic: topic.into(),
         partition,
         offset,
         current_leader_epoch: epoch,
-        last_fetched_epoch: -1,
+        last_fetched_epoch,
         max_bytes,
     };
     let limits = FetchLimits {

@@ -11,6 +11,7 @@
 pub const PROGRESS_TOPIC: &str = "strait-progress.internal";
 
 use crate::offsets::OffsetMap;
+use crate::records::{HeaderRewrite, RewrittenBatch};
 
 /// One partition's progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +62,9 @@ pub struct Writer {
     pub next_sequence: i32,
 }
 
-/// A stored progress record: the exact offset map and, for records written by this version on,
-/// the writer identity at the map's end and the source topic's id.
+/// A stored progress record: the exact offset map and, for records written by newer versions,
+/// the writer identity at the map's end, the source topic's id and the source leader epoch of
+/// the last record below the position.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     /// Source-to-target offsets; its end is the stored position.
@@ -73,15 +75,23 @@ pub struct Stored {
     /// versions, or when the source broker gives no topic ids): a topic deleted and created
     /// again under the same name has another.
     pub topic_id: Option<[u8; 16]>,
+    /// The source partition leader epoch of the batch holding the last offset below the
+    /// position (absent in records of older versions, or before any batch was read). A restart
+    /// sends it with its first Fetch, so a source log truncated while strait was stopped (an
+    /// unclean leader election) is caught as it is while running (KIP-320).
+    pub leader_epoch: Option<i32>,
 }
 
 /// Marks the writer section after the encoded offset map.
 const WRITER_TAG: u8 = b'W';
 /// Marks the source topic id section (after the writer section, if any).
 const TOPIC_ID_TAG: u8 = b'T';
+/// Marks the source leader epoch section (after the topic id section, if any).
+const LEADER_EPOCH_TAG: u8 = b'E';
 
-/// Parses a progress record value: the offset map, then optionally the writer section, then
-/// optionally the topic id section. Anything else makes the record unreadable (`None`).
+/// Parses a progress record value: the offset map, then optionally the writer section, the
+/// topic id section and the leader epoch section, in that order. Anything else makes the record
+/// unreadable (`None`).
 pub fn decode(value: &[u8]) -> Option<Stored> {
     let (map, used) = OffsetMap::decode_prefix(value).ok()?;
     let mut rest = &value[used..];
@@ -89,6 +99,7 @@ pub fn decode(value: &[u8]) -> Option<Stored> {
         map,
         writer: None,
         topic_id: None,
+        leader_epoch: None,
     };
     if let Some((&WRITER_TAG, tail)) = rest.split_first() {
         rest = tail;
@@ -106,21 +117,31 @@ pub fn decode(value: &[u8]) -> Option<Stored> {
         stored.topic_id = Some(id);
         rest = &tail[16..];
     }
+    if let Some((&LEADER_EPOCH_TAG, tail)) = rest.split_first() {
+        rest = tail;
+        let epoch = i32::try_from(take_varint(&mut rest)?).ok()?;
+        stored.leader_epoch = Some(epoch);
+    }
     rest.is_empty().then_some(stored)
 }
 
 /// Encodes a progress record value.
-pub fn encode(map: &OffsetMap, writer: Option<Writer>, topic_id: Option<[u8; 16]>) -> Vec<u8> {
-    let mut out = map.encode();
-    if let Some(w) = writer {
+pub fn encode(stored: &Stored) -> Vec<u8> {
+    let mut out = stored.map.encode();
+    if let Some(w) = stored.writer {
         out.push(WRITER_TAG);
         crate::offsets::put_varint(&mut out, w.producer_id);
         crate::offsets::put_varint(&mut out, i64::from(w.producer_epoch));
         crate::offsets::put_varint(&mut out, i64::from(w.next_sequence));
     }
-    if let Some(id) = topic_id {
+    if let Some(id) = stored.topic_id {
         out.push(TOPIC_ID_TAG);
         out.extend_from_slice(&id);
+    }
+    // Leader epochs are never negative; -1 means none was read, and is not stored.
+    if let Some(e) = stored.leader_epoch.filter(|e| *e >= 0) {
+        out.push(LEADER_EPOCH_TAG);
+        crate::offsets::put_varint(&mut out, i64::from(e));
     }
     out
 }
@@ -152,6 +173,11 @@ pub struct LandedBatch {
     pub base_sequence: i32,
     /// A transaction marker.
     pub control: bool,
+    /// The batch's CRC (covers everything from the attributes on: not the base offset or
+    /// leader epoch the broker assigns).
+    pub crc: u32,
+    /// The batch's attributes.
+    pub attributes: i16,
 }
 
 /// One of strait's own batches found after the stored position.
@@ -165,6 +191,31 @@ pub struct OwnBatch {
     /// broker had forgotten the producer and took a resend or a late request again). It stands
     /// for no further source records.
     pub repeat: bool,
+    /// Its first sequence.
+    pub base_sequence: i32,
+    /// Its CRC, as on the target.
+    pub crc: u32,
+    /// Its attributes, as on the target.
+    pub attributes: i16,
+}
+
+/// Whether `found`, one of strait's batches on the target, is the copy of `planned`, the batch
+/// strait plans now from the same source offsets, written under `writer`'s identity.
+///
+/// A broker keeps a producer's batch as sent except for its base offset and leader epoch,
+/// which the CRC does not cover, so the same source batch gives the same CRC. Another CRC means
+/// other source records (a source log truncated by an unclean leader election while strait was
+/// stopped, with other records written at the same offsets since). Where the broker rewrote the
+/// batch itself (re-compressed it for the topic's `compression.type`, or stamped
+/// LogAppendTime) the attributes differ and nothing can be told from the CRC: `None`.
+pub fn copy_matches(found: &OwnBatch, planned: &RewrittenBatch, writer: Writer) -> Option<bool> {
+    let as_written = planned.rewrite(&HeaderRewrite {
+        producer_id: Some(writer.producer_id),
+        producer_epoch: Some(writer.producer_epoch),
+        base_sequence: Some(found.base_sequence),
+        ..HeaderRewrite::default()
+    });
+    (as_written.attributes() == found.attributes).then(|| as_written.crc() == found.crc)
 }
 
 /// What landed on the target after the stored position, checked against the writer identity.
@@ -257,6 +308,9 @@ pub fn check_landed(writer: Writer, target_next: i64, landed: &[LandedBatch]) ->
             base_offset: b.base_offset,
             span,
             repeat,
+            base_sequence: b.base_sequence,
+            crc: b.crc,
+            attributes: b.attributes,
         });
         if !repeat {
             w.next_sequence = crate::forward::plan::next_sequence(
@@ -296,7 +350,13 @@ mod tests {
             0,
         )
         .unwrap();
-        let back = decode(&encode(&m, None, None)).unwrap().map;
+        let stored = Stored {
+            map: m,
+            writer: None,
+            topic_id: None,
+            leader_epoch: None,
+        };
+        let back = decode(&encode(&stored)).unwrap().map;
         assert_eq!(
             Progress::from(&back),
             Progress {
@@ -320,6 +380,15 @@ mod writer_tests {
         }
     }
 
+    fn enc(m: &OffsetMap, writer: Option<Writer>, topic_id: Option<[u8; 16]>) -> Vec<u8> {
+        encode(&Stored {
+            map: m.clone(),
+            writer,
+            topic_id,
+            leader_epoch: None,
+        })
+    }
+
     fn batch(base: i64, last: i64, pid: i64, seq: i32) -> LandedBatch {
         LandedBatch {
             base_offset: base,
@@ -328,6 +397,8 @@ mod writer_tests {
             producer_epoch: 0,
             base_sequence: seq,
             control: false,
+            crc: 0,
+            attributes: 0,
         }
     }
 
@@ -341,31 +412,55 @@ mod writer_tests {
                 map: m.clone(),
                 writer: None,
                 topic_id: None,
+                leader_epoch: None,
             })
         );
-        let new = encode(&m, Some(w(77, 12)), None);
+        let new = enc(&m, Some(w(77, 12)), None);
         assert_eq!(decode(&new).unwrap().writer, Some(w(77, 12)));
         let mut bad = new.clone();
         bad.push(0);
         assert_eq!(decode(&bad), None);
         assert_eq!(decode(&new[..new.len() - 1]), None);
-        let with_id = encode(&m, Some(w(77, 12)), Some([9; 16]));
+        let with_id = enc(&m, Some(w(77, 12)), Some([9; 16]));
         assert_eq!(decode(&with_id).unwrap().topic_id, Some([9; 16]));
         assert_eq!(decode(&with_id[..with_id.len() - 1]), None);
+        // The leader epoch section comes last; -1 (none read) is not stored.
+        let mut with_epoch = Stored {
+            map: m.clone(),
+            writer: Some(w(77, 12)),
+            topic_id: Some([9; 16]),
+            leader_epoch: Some(300),
+        };
+        assert_eq!(decode(&encode(&with_epoch)), Some(with_epoch.clone()));
+        let only_epoch = Stored {
+            writer: None,
+            topic_id: None,
+            ..with_epoch.clone()
+        };
+        assert_eq!(decode(&encode(&only_epoch)), Some(only_epoch));
+        with_epoch.leader_epoch = Some(-1);
+        assert_eq!(encode(&with_epoch), with_id);
+        // Sections out of order are not a progress record.
+        let mut swapped = m.encode();
+        swapped.extend_from_slice(&[b'E', 4, b'W', 1, 0, 0]);
+        assert_eq!(decode(&swapped), None);
     }
 
     #[test]
     fn own_batches_continue_the_sequence() {
-        let own = |base, span| OwnBatch {
+        let own = |base, span, seq| OwnBatch {
             base_offset: base,
             span,
             repeat: false,
+            base_sequence: seq,
+            crc: 0,
+            attributes: 0,
         };
         let l = [batch(10, 14, 7, 20), batch(15, 15, 7, 25)];
         assert_eq!(
             check_landed(w(7, 20), 10, &l),
             Landed::Own {
-                batches: vec![own(10, 5), own(15, 1)],
+                batches: vec![own(10, 5, 20), own(15, 1, 25)],
                 writer: w(7, 26)
             }
         );
@@ -373,7 +468,7 @@ mod writer_tests {
         assert_eq!(
             check_landed(w(7, 25), 15, &l),
             Landed::Own {
-                batches: vec![own(15, 1)],
+                batches: vec![own(15, 1, 25)],
                 writer: w(7, 26)
             }
         );
@@ -384,12 +479,12 @@ mod writer_tests {
             batch(15, 19, 7, 20),
             batch(20, 20, 7, 25),
         ];
-        let mut repeat = own(15, 5);
+        let mut repeat = own(15, 5, 20);
         repeat.repeat = true;
         assert_eq!(
             check_landed(w(7, 20), 10, &again),
             Landed::Own {
-                batches: vec![own(10, 5), repeat, own(20, 1)],
+                batches: vec![own(10, 5, 20), repeat, own(20, 1, 25)],
                 writer: w(7, 26)
             }
         );
@@ -452,15 +547,110 @@ mod writer_tests {
         ));
     }
 
+    /// The batch a planner with `producer` makes of one source batch holding `values`.
+    fn planned(values: &[&str], producer: Option<Writer>) -> RewrittenBatch {
+        use crate::forward::{PartitionPlanner, ProducerIdentity};
+        use crate::records::record::{encode_batch, BatchHeaderFields, Record};
+        use crate::records::Compression;
+        let records: Vec<Record> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Record {
+                attributes: 0,
+                timestamp_delta: i as i64,
+                offset_delta: i as i32,
+                key: None,
+                value: Some(bytes::Bytes::from(v.to_string())),
+                headers: Vec::new(),
+            })
+            .collect();
+        let fields = BatchHeaderFields {
+            base_offset: 40,
+            partition_leader_epoch: 3,
+            attributes: 0,
+            base_timestamp: 1_700_000_000_000,
+            max_timestamp: None,
+            producer_id: 5,
+            producer_epoch: 0,
+            base_sequence: 0,
+        };
+        let blob = encode_batch(&fields, Compression::None, &records).unwrap();
+        let fetched = crate::protocol::fetch::FetchedPartition {
+            topic: "t".into(),
+            partition: 0,
+            error_code: 0,
+            high_watermark: 43,
+            last_stable_offset: 43,
+            log_start_offset: 0,
+            aborted_transactions: Vec::new(),
+            records: blob,
+            diverging_epoch: None,
+        };
+        let identity = producer.map(|w| ProducerIdentity {
+            id: w.producer_id,
+            epoch: w.producer_epoch,
+        });
+        let seq = producer.map_or(0, |w| w.next_sequence);
+        let mut planner = PartitionPlanner::new(40, identity, seq);
+        let plan = planner.plan(&fetched).unwrap();
+        assert_eq!(plan.outgoing[0].source_epoch, 3);
+        plan.outgoing[0].batch.clone()
+    }
+
+    #[test]
+    fn a_copy_on_the_target_is_recognised_by_its_crc() {
+        let writer = w(77, 120);
+        let sent = planned(&["a", "b", "c"], Some(writer));
+        // As the broker stores it: another base offset and leader epoch, nothing else.
+        let stored = sent.rewrite(&HeaderRewrite {
+            base_offset: Some(900),
+            partition_leader_epoch: Some(12),
+            ..HeaderRewrite::default()
+        });
+        let found = OwnBatch {
+            base_offset: 900,
+            span: 3,
+            repeat: false,
+            base_sequence: 120,
+            crc: stored.crc(),
+            attributes: stored.attributes(),
+        };
+        // Planned again later, without the identity: the same records are recognised...
+        assert_eq!(
+            copy_matches(&found, &planned(&["a", "b", "c"], None), writer),
+            Some(true)
+        );
+        // ...other records at the same offsets are not, nor is another identity...
+        assert_eq!(
+            copy_matches(&found, &planned(&["a", "b", "x"], None), writer),
+            Some(false)
+        );
+        assert_eq!(
+            copy_matches(&found, &planned(&["a", "b", "c"], None), w(78, 120)),
+            Some(false)
+        );
+        // ...and a batch the broker re-compressed cannot be told by its CRC.
+        let recompressed = OwnBatch {
+            attributes: crate::records::Compression::Zstd.attribute_bits(),
+            ..found
+        };
+        assert_eq!(
+            copy_matches(&recompressed, &planned(&["a", "b", "x"], None), writer),
+            None
+        );
+    }
+
     proptest! {
         #[test]
         fn records_round_trip(id in 0i64..i64::MAX, epoch in 0i16..i16::MAX, seq in 0i32..i32::MAX, start in 0i64..1_000_000) {
             let m = OffsetMap::new(start, start / 2);
             let writer = Some(Writer { producer_id: id, producer_epoch: epoch, next_sequence: seq });
-            prop_assert_eq!(decode(&encode(&m, writer, None)), Some(Stored { map: m.clone(), writer, topic_id: None }));
+            prop_assert_eq!(decode(&enc(&m, writer, None)), Some(Stored { map: m.clone(), writer, topic_id: None, leader_epoch: None }));
             let topic_id = Some([epoch as u8; 16]);
-            prop_assert_eq!(decode(&encode(&m, writer, topic_id)), Some(Stored { map: m.clone(), writer, topic_id }));
-            prop_assert_eq!(decode(&encode(&m, None, topic_id)), Some(Stored { map: m, writer: None, topic_id }));
+            prop_assert_eq!(decode(&enc(&m, writer, topic_id)), Some(Stored { map: m.clone(), writer, topic_id, leader_epoch: None }));
+            let all = Stored { map: m.clone(), writer, topic_id, leader_epoch: Some(i32::from(epoch)) };
+            prop_assert_eq!(decode(&encode(&all)), Some(all));
+            prop_assert_eq!(decode(&enc(&m, None, topic_id)), Some(Stored { map: m, writer: None, topic_id, leader_epoch: None }));
         }
 
         #[test]

@@ -33,23 +33,16 @@ impl Flow {
                 continue;
             }
             let key = progress::key(src, &st.source_topic, st.partition);
+            let stored = st.stored();
             records.push((
                 Bytes::from(key),
-                Some(Bytes::from(progress::encode(
-                    &st.map,
-                    Some(st.writer),
-                    st.topic_id,
-                ))),
+                Some(Bytes::from(progress::encode(&stored))),
             ));
             flushed.push(Flushed {
                 key: k.clone(),
                 take_up: st.epoch >> 32,
                 at: st.acked(),
-                stored: Stored {
-                    map: st.map.clone(),
-                    writer: Some(st.writer),
-                    topic_id: st.topic_id,
-                },
+                stored,
             });
         }
         (records, flushed)

@@ -4,8 +4,10 @@
 //! The stored progress may lag the target (it is written after acknowledgements, and another
 //! instance or an earlier run of this one may have written more since). Every batch that landed
 //! after it is read back: each must carry the partition's producer id and sit end to end with
-//! the previous one, and each must match, record count for record count, the next batch strait
-//! plans from the source. Only then are those records counted as replicated and the producer
+//! the previous one, and each must match the next batch strait plans from the source: record
+//! count for record count, and by CRC where the broker kept the batch as sent. The first source
+//! read carries the leader epoch stored with the position, so a source log truncated while
+//! strait was stopped is caught as it is while running. Only then are those records counted as replicated and the producer
 //! sequence continued after them. Anything else is a foreign write: the partition stops with a
 //! report naming the offsets, and no source record is counted as copied.
 
@@ -23,7 +25,10 @@ use crate::mirror::{offsets_mode, OffsetsMode};
 use crate::offsets::OffsetMap;
 use crate::protocol::fetch::READ_UNCOMMITTED;
 use crate::records::{split, Entry};
-use crate::replicate::progress::{self, check_landed, Landed, LandedBatch, OwnBatch, Writer};
+use crate::replicate::path::diverged_message;
+use crate::replicate::progress::{
+    self, check_landed, copy_matches, Landed, LandedBatch, OwnBatch, Stored, Writer,
+};
 use crate::replicate::takeover::{self, Outcome};
 
 /// How a partition is taken up.
@@ -34,6 +39,8 @@ enum Start {
         map: OffsetMap,
         writer: Writer,
         flushed: bool,
+        /// The source leader epoch of the last record below the map's end, when known.
+        epoch: Option<i32>,
     },
     /// Something other than strait wrote into the partition: it stays stopped.
     Foreign {
@@ -125,6 +132,7 @@ impl Flow {
             map,
             writer: self.fresh_writer()?,
             flushed: false,
+            epoch: None,
         })
     }
 
@@ -153,6 +161,7 @@ impl Flow {
     ) -> Result<PartState> {
         let key = progress::key(self.source.name(), topic, partition);
         let stored = self.stored_progress.get(&key).cloned();
+        let stored_epoch = stored.as_ref().and_then(|s| s.leader_epoch);
         // The position belongs to the topic it was taken on: a topic deleted and created again
         // under the same name (another id) must not be read from it.
         let current = topic_id;
@@ -199,6 +208,7 @@ impl Flow {
                     map: OffsetMap::new(from, 0),
                     writer: self.fresh_writer()?,
                     flushed: false,
+                    epoch: None,
                 }
             }
             None => {
@@ -223,9 +233,10 @@ impl Flow {
                     map: s.map,
                     writer,
                     flushed: true,
+                    epoch: s.leader_epoch,
                 },
                 Some(writer) => self
-                    .take_up_landed(topic, remote, partition, s.map, writer, target_end)
+                    .take_up_landed(topic, remote, partition, s, writer, target_end)
                     .await
                     .map_err(ctx)?,
                 None => self
@@ -234,12 +245,13 @@ impl Flow {
                     .map_err(ctx)?,
             },
         };
-        let (map, writer, flushed, failed) = match start {
+        let (map, writer, flushed, failed, leader_epoch) = match start {
             Start::Continue {
                 map,
                 writer,
                 flushed,
-            } => (map, writer, flushed, None),
+                epoch,
+            } => (map, writer, flushed, None, epoch),
             Start::Foreign { map, writer, why } => {
                 let msg = format!(
                     "cluster {tgt}, topic {remote}, partition {partition}: {why}; partition stopped (strait cannot tell which source records those are; move or delete them, or replicate into a fresh topic)"
@@ -251,7 +263,7 @@ impl Flow {
                         tracing::warn!(flow = %self.name(), %topic, partition, "cannot record the stop in the control topic: {e}");
                     }
                 }
-                (map, writer, true, Some(msg))
+                (map, writer, true, Some(msg), stored_epoch)
             }
             Start::Stopped {
                 map,
@@ -261,7 +273,7 @@ impl Flow {
             } => {
                 tracing::error!(flow = %self.name(), "{why}");
                 self.obs.error(&self.name(), kind);
-                (map, writer, true, Some(why))
+                (map, writer, true, Some(why), stored_epoch)
             }
         };
         let identical = match &self.mirror {
@@ -282,41 +294,21 @@ impl Flow {
                 mode == OffsetsMode::Identical
             }
         };
-        Ok(self.part_state(
-            topic, remote, partition, map, writer, flushed, failed, identical, topic_id,
-        ))
+        Ok(self.part_state(PartStart {
+            flushed,
+            failed,
+            identical,
+            topic_id,
+            leader_epoch,
+            ..PartStart::new(topic, remote, partition, map, writer)
+        }))
     }
 
-    /// A partition's state at `map`'s end, written under `writer`; stopped for `failed`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn part_state(
-        &mut self,
-        topic: &str,
-        remote: &str,
-        partition: i32,
-        map: OffsetMap,
-        writer: Writer,
-        flushed: bool,
-        failed: Option<String>,
-        identical: bool,
-        topic_id: Option<[u8; 16]>,
-    ) -> PartState {
-        let epoch = self.path.next_epoch();
-        PartState::new(
-            PartStart {
-                topic: topic.to_string(),
-                remote: remote.to_string(),
-                partition,
-                map,
-                writer,
-                flushed,
-                failed,
-                identical,
-                topic_id,
-                heartbeats: self.policy.is_heartbeats_topic(topic),
-            },
-            epoch,
-        )
+    /// A partition's state from `start` (whether its source topic is a heartbeats topic is
+    /// filled in here), under a fresh rewind counter.
+    pub(super) fn part_state(&mut self, mut start: PartStart) -> PartState {
+        start.heartbeats = self.policy.is_heartbeats_topic(&start.topic);
+        PartState::new(start, self.path.next_epoch())
     }
 
     /// Reads back what landed after the stored position and continues after it if strait
@@ -326,10 +318,11 @@ impl Flow {
         topic: &str,
         remote: &str,
         partition: i32,
-        map: OffsetMap,
+        stored: Stored,
         writer: Writer,
         target_end: i64,
     ) -> Result<Start> {
+        let map = stored.map;
         let from = map.target_next();
         let landed = self
             .landed_batches(remote, partition, from, target_end)
@@ -340,12 +333,14 @@ impl Flow {
         };
         // Paired on a copy: a partition that stops keeps the map it had.
         let mut paired = map.clone();
-        if let Err(why) = self
-            .pair_with_source(topic, partition, &mut paired, &batches)
+        let read = (writer, stored.leader_epoch);
+        let epoch = match self
+            .pair_with_source(topic, partition, &mut paired, &batches, read)
             .await?
         {
-            return Ok(Start::Foreign { map, writer, why });
-        }
+            Ok(epoch) => epoch,
+            Err(why) => return Ok(Start::Foreign { map, writer, why }),
+        };
         let repeats: Vec<&OwnBatch> = batches.iter().filter(|b| b.repeat).collect();
         if let (Some(first), true) = (repeats.first(), self.mirror.is_some()) {
             // A mirror topic holds each source record once, at its offset: a second copy
@@ -367,6 +362,7 @@ impl Flow {
             map: paired,
             writer: next,
             flushed: false,
+            epoch,
         })
     }
 
@@ -396,6 +392,7 @@ impl Flow {
             map,
             writer: self.fresh_writer()?,
             flushed: false,
+            epoch: None,
         })
     }
 
@@ -411,15 +408,13 @@ impl Flow {
         let mut out = Vec::new();
         let mut offset = from;
         while offset < end {
-            let p = super::fetch_partition(
-                &self.target,
-                topic,
-                partition,
+            let read = super::FetchRead {
                 offset,
-                self.cfg.fetch_max_bytes,
-                READ_UNCOMMITTED,
-            )
-            .await?;
+                last_fetched_epoch: -1,
+                max_bytes: self.cfg.fetch_max_bytes,
+                isolation: READ_UNCOMMITTED,
+            };
+            let p = super::fetch_partition(&self.target, topic, partition, read).await?;
             let before = offset;
             for entry in split(p.records.clone()) {
                 match entry {
@@ -432,6 +427,8 @@ impl Flow {
                             producer_epoch: b.producer_epoch(),
                             base_sequence: b.base_sequence(),
                             control: b.is_control(),
+                            crc: b.crc(),
+                            attributes: b.attributes(),
                         });
                     }
                     Ok(Entry::Legacy(raw)) => {
@@ -443,6 +440,8 @@ impl Flow {
                             producer_epoch: -1,
                             base_sequence: -1,
                             control: false,
+                            crc: 0,
+                            attributes: -1,
                         });
                         offset = offset.max(base + 1);
                     }
@@ -464,25 +463,41 @@ impl Flow {
     }
 
     /// Plans the source from the map's end (without producing) and pairs each landed batch
-    /// that is not a repeat with the next planned one: same number of offsets, recorded in
-    /// `map` at the landed batch's offset. `Ok(Err(why))` when they do not pair up.
+    /// that is not a repeat with the next planned one: the same number of offsets and, where
+    /// the broker kept the batch as sent, the same CRC (the same records), recorded in `map` at
+    /// the landed batch's offset. `read` is the writer identity and the source leader epoch
+    /// stored with the map: the first Fetch carries the epoch, so a source log truncated below
+    /// the map's end is caught too. `Ok(Ok(epoch))` with the leader epoch of the last paired
+    /// source batch; `Ok(Err(why))` when they do not pair up.
     async fn pair_with_source(
         &self,
         topic: &str,
         partition: i32,
         map: &mut OffsetMap,
         landed: &[OwnBatch],
-    ) -> Result<std::result::Result<(), String>> {
-        let mut source = PlannedSource::new(map.source_next());
+        read: (Writer, Option<i32>),
+    ) -> Result<std::result::Result<Option<i32>, String>> {
+        let (writer, mut epoch) = read;
+        let mut source = PlannedSource::new(map.source_next(), epoch);
         for b in landed.iter().filter(|b| !b.repeat) {
             let (base, span) = (b.base_offset, b.span);
-            let out = source.next(self, topic, partition).await?;
+            let out = match source.next(self, topic, partition).await? {
+                Planned::Batch(out) => out,
+                Planned::Diverged(why) => return Ok(Err(why)),
+            };
             let n = out.source.count();
+            let first = super::first_source_offset(&out);
             if n != span {
                 return Ok(Err(format!(
-                    "the batch at target offsets {base}..{} ({span} records) does not match the source batch from offset {} ({n} records; was the source compacted since?)",
+                    "the batch at target offsets {base}..{} ({span} records) does not match the source batch from offset {first} ({n} records; was the source compacted since?)",
                     base.saturating_add(span),
-                    super::first_source_offset(&out)
+                )));
+            }
+            if copy_matches(b, &out.batch, writer) == Some(false) {
+                return Ok(Err(format!(
+                    "the batch at target offsets {base}..{} is not a copy of the source records now at offsets {first}..{} (another CRC): the source log was truncated by an unclean leader election while strait was not reading it, and other records were written at those offsets since",
+                    base.saturating_add(span),
+                    out.source_next
                 )));
             }
             if let Err(e) = record_acked(map, &out, base) {
@@ -490,8 +505,9 @@ impl Flow {
                     "the batch at target offset {base} does not fit the offset map ({e})"
                 )));
             }
+            epoch = Some(epoch.unwrap_or(-1).max(out.source_epoch)).filter(|e| *e >= 0);
         }
-        Ok(Ok(()))
+        Ok(Ok(epoch))
     }
 
     /// Older progress records: plans source batches until `span.1` records are accounted for
@@ -503,10 +519,13 @@ impl Flow {
         map: &mut OffsetMap,
         span: (i64, i64),
     ) -> Result<std::result::Result<(), String>> {
-        let mut source = PlannedSource::new(map.source_next());
+        let mut source = PlannedSource::new(map.source_next(), None);
         let mut left = span.1;
         while left > 0 {
-            let out = source.next(self, topic, partition).await?;
+            let out = match source.next(self, topic, partition).await? {
+                Planned::Batch(out) => out,
+                Planned::Diverged(why) => return Ok(Err(why)),
+            };
             left -= out.source.count();
             if left < 0 {
                 return Ok(Err(format!(
@@ -532,10 +551,19 @@ struct PlannedSource {
     ready: VecDeque<Outgoing>,
 }
 
+/// What [`PlannedSource::next`] found.
+enum Planned {
+    /// The next batch strait would write.
+    Batch(Outgoing),
+    /// The source leader says its log diverged from what was read before (why).
+    Diverged(String),
+}
+
 impl PlannedSource {
-    fn new(from: i64) -> PlannedSource {
+    /// Plans from source offset `from`, after a batch of leader epoch `epoch` if known.
+    fn new(from: i64, epoch: Option<i32>) -> PlannedSource {
         PlannedSource {
-            planner: PartitionPlanner::new(from, None, 0),
+            planner: PartitionPlanner::new(from, None, 0).after_epoch(epoch),
             ready: VecDeque::new(),
         }
     }
@@ -543,11 +571,17 @@ impl PlannedSource {
     /// The next planned batch. A source that has nothing at the offset yet (a new leader whose
     /// high watermark still lags, a broker restarting) is asked again a few times; then it is
     /// an error, and the take-up is tried again at the next topic refresh.
-    async fn next(&mut self, flow: &Flow, topic: &str, partition: i32) -> Result<Outgoing> {
+    async fn next(&mut self, flow: &Flow, topic: &str, partition: i32) -> Result<Planned> {
         let mut empty = 0;
         while self.ready.is_empty() {
             let before = self.planner.next_offset();
-            let p = flow.fetch_one(topic, partition, before).await?;
+            let read_epoch = self.planner.last_fetched_epoch();
+            let p = flow.fetch_one(topic, partition, before, read_epoch).await?;
+            if let Some(d) = &p.diverging_epoch {
+                let src = flow.source.name();
+                let at = (topic, partition, before);
+                return Ok(Planned::Diverged(diverged_message(src, at, d, read_epoch)));
+            }
             let plan = self
                 .planner
                 .plan(&p)
@@ -568,6 +602,7 @@ impl PlannedSource {
         }
         self.ready
             .pop_front()
+            .map(Planned::Batch)
             .ok_or_else(|| Error::invalid("no planned batch"))
     }
 }

@@ -225,17 +225,13 @@ impl Flow {
             tracing::error!(flow = %self.name(), "{why}");
             self.obs.error(&self.name(), "remote_topic_deleted");
             let id = stored.topic_id.or(topic_id);
-            let st = self.part_state(
-                topic,
-                remote,
-                p,
-                stored.map,
-                writer,
-                true,
-                Some(why),
-                false,
-                id,
-            );
+            let st = self.part_state(PartStart {
+                flushed: true,
+                failed: Some(why),
+                topic_id: id,
+                leader_epoch: stored.leader_epoch,
+                ..PartStart::new(topic, remote, p, stored.map, writer)
+            });
             self.path.parts.insert(key, st);
         }
     }

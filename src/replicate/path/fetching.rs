@@ -4,7 +4,7 @@
 use super::*;
 use crate::forward::PartitionPlanner;
 use crate::protocol::error_code;
-use crate::protocol::fetch::{FetchedPartition, READ_COMMITTED};
+use crate::protocol::fetch::{EpochEndOffset, FetchedPartition, READ_COMMITTED};
 
 impl DataPath {
     /// Fetch requests to write now: one to every source leader that has none outstanding, for
@@ -211,15 +211,8 @@ impl DataPath {
             // The leader's log no longer holds what was read (an unclean leader election
             // truncated it): the records copied from the divergence point on are not the
             // source's any more, and its records at those offsets are other ones.
-            let from = d.end_offset.min(at);
-            let why = format!(
-                "cluster {src}, topic {}, partition {}, offset {at}: the source log diverged at offset {from} from what strait read (leader epoch {} ends there on the leader; strait read up to epoch {}): an unclean leader election truncated the log; the {} records strait read from offset {from} on are no longer in the source, and its records at those offsets are other ones; partition stopped so that no offset is copied twice with another meaning",
-                key.0,
-                key.1,
-                d.epoch,
-                st.planner.last_fetched_epoch(),
-                at - from,
-            );
+            let read_epoch = st.planner.last_fetched_epoch();
+            let why = diverged_message(src, (&key.0, key.1, at), &d, read_epoch);
             self.stop_partition(&key, why, "source_truncated");
             return 0;
         }
@@ -298,4 +291,22 @@ impl DataPath {
             }
         }
     }
+}
+
+/// The one line saying that the source log of `at` (topic, partition, position read up to)
+/// diverged from what strait read under leader epoch `read_epoch`, as the leader's diverging
+/// epoch `d` says (KIP-320), and that the partition stops.
+pub fn diverged_message(
+    src: &str,
+    at: (&str, i32, i64),
+    d: &EpochEndOffset,
+    read_epoch: i32,
+) -> String {
+    let (topic, partition, offset) = at;
+    let from = d.end_offset.min(offset);
+    format!(
+        "cluster {src}, topic {topic}, partition {partition}, offset {offset}: the source log diverged at offset {from} from what strait read (leader epoch {} ends there on the leader; strait read up to epoch {read_epoch}): an unclean leader election truncated the log; the {} records strait read from offset {from} on are no longer in the source, and its records at those offsets are other ones; partition stopped so that no offset is copied twice with another meaning",
+        d.epoch,
+        offset - from,
+    )
 }

@@ -19,6 +19,7 @@ mod producing;
 mod tests;
 pub mod timers;
 
+pub use fetching::diverged_message;
 pub use part::{first_source_offset, record_acked, PartKey, PartStart, PartState};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
 use crate::mirror::{offsets_mode, OffsetsMode};
 use crate::offsets::OffsetMap;
-use crate::replicate::progress::{Progress, Writer};
+use crate::replicate::progress::{Progress, Stored, Writer};
 
 /// A source partition: its topic name (shared, so the per-round lookups by the names in Fetch
 /// answers clone no string) and index.
@@ -70,6 +70,9 @@ pub struct PartState {
     /// The position is out of range and the log start was asked for: not fetched until the
     /// answer is in (see [`super::DataPath::handle_log_start`]).
     pub awaiting_log_start: bool,
+    /// The source leader epoch of the batch holding the last offset below the acknowledged
+    /// position (-1: none read yet).
+    pub acked_epoch: i32,
 }
 
 /// What a new [`PartState`] starts from.
@@ -95,6 +98,28 @@ pub struct PartStart {
     pub topic_id: Option<[u8; 16]>,
     /// The source topic is a heartbeats topic.
     pub heartbeats: bool,
+    /// The source leader epoch of the last record below `map`'s end, when known.
+    pub leader_epoch: Option<i32>,
+}
+
+impl PartStart {
+    /// A running partition continuing at `map`'s end under `writer`: not durable yet, not a
+    /// mirror with identical offsets, with no topic id or leader epoch known.
+    pub fn new(topic: &str, remote: &str, partition: i32, map: OffsetMap, writer: Writer) -> Self {
+        PartStart {
+            topic: topic.to_string(),
+            remote: remote.to_string(),
+            partition,
+            map,
+            writer,
+            flushed: false,
+            failed: None,
+            identical: false,
+            topic_id: None,
+            heartbeats: false,
+            leader_epoch: None,
+        }
+    }
 }
 
 impl PartState {
@@ -109,7 +134,8 @@ impl PartState {
             source_topic: start.topic,
             target_topic: start.remote,
             partition: start.partition,
-            planner: PartitionPlanner::new(source_next, producer, start.writer.next_sequence),
+            planner: PartitionPlanner::new(source_next, producer, start.writer.next_sequence)
+                .after_epoch(start.leader_epoch),
             queue: VecDeque::new(),
             queued_bytes: 0,
             in_flight: 0,
@@ -130,6 +156,17 @@ impl PartState {
             lost_records: 0,
             beyond_end: 0,
             awaiting_log_start: false,
+            acked_epoch: start.leader_epoch.unwrap_or(-1),
+        }
+    }
+
+    /// What a progress record stores for the acknowledged position.
+    pub fn stored(&self) -> Stored {
+        Stored {
+            map: self.map.clone(),
+            writer: Some(self.writer),
+            topic_id: self.topic_id,
+            leader_epoch: (self.acked_epoch >= 0).then_some(self.acked_epoch),
         }
     }
 
@@ -192,6 +229,7 @@ impl PartState {
         if self.queue.is_empty() && self.planner.next_offset() > self.map.source_next() {
             let from = self.map.source_next();
             self.map.record_dropped(from, self.planner.next_offset());
+            self.acked_epoch = self.acked_epoch.max(self.planner.last_fetched_epoch());
         }
     }
 }

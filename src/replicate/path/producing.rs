@@ -368,6 +368,7 @@ impl DataPath {
             st.rewind();
             return;
         }
+        st.acked_epoch = st.acked_epoch.max(out.source_epoch);
         st.records += n as u64;
         st.bytes += out.batch.len() as u64;
         st.sequence_retries = 0;
@@ -447,11 +448,7 @@ impl DataPath {
             tracing::warn!(flow = %flow, "cluster {tgt}, topic {}, partition {}, target offset {}: the broker refused the producer sequence; reading the partition back to continue after what it holds", st.target_topic, k.1, st.map.target_next());
         }
         self.obs.retry(tgt, "produce_resync");
-        let stored = Stored {
-            map: st.map.clone(),
-            writer: Some(st.writer),
-            topic_id: st.topic_id,
-        };
+        let stored = st.stored();
         self.parts.remove(&k);
         self.events.push_back(Event::Retake { key: k, stored });
     }

@@ -21,7 +21,7 @@ use crate::protocol::fetch::{EpochEndOffset, FetchedPartition};
 use crate::protocol::produce::ProducedPartition;
 use crate::records::record::{self, BatchHeaderFields, Record};
 use crate::records::{Compression, RecordBatch};
-use crate::replicate::progress::Writer;
+use crate::replicate::progress::{Stored, Writer};
 
 const PID: i64 = 42;
 
@@ -319,7 +319,6 @@ impl Sim {
             producer_epoch: 0,
             next_sequence: target.next_sequence(),
         };
-        let epoch = self.path.next_epoch();
         let st = PartState::new(
             PartStart {
                 topic: k.0.to_string(),
@@ -332,9 +331,28 @@ impl Sim {
                 identical: false,
                 topic_id: None,
                 heartbeats: false,
+                leader_epoch: None,
             },
-            epoch,
+            self.path.next_epoch(),
         );
+        self.path.add(k, st);
+    }
+
+    /// Takes a partition up from its stored progress record (a restart that found the
+    /// target ending at the stored position).
+    fn take_up_stored(&mut self, k: PartKey, stored: &Stored) {
+        let start = PartStart {
+            flushed: true,
+            leader_epoch: stored.leader_epoch,
+            ..PartStart::new(
+                &k.0,
+                &format!("a.{}", k.0),
+                k.1,
+                stored.map.clone(),
+                stored.writer.unwrap(),
+            )
+        };
+        let st = PartState::new(start, self.path.next_epoch());
         self.path.add(k, st);
     }
 
@@ -789,6 +807,63 @@ fn a_source_log_truncated_by_an_unclean_election_stops_the_partition() {
     );
     assert!(sim.path.parts[&k1].failed.is_none());
     assert_eq!(sim.targets[&k1].end, 130, "the leader change copied on");
+}
+
+#[test]
+fn a_source_log_truncated_while_strait_was_stopped_stops_the_partition_at_restart() {
+    let mut sim = Sim::new(3, 10, 10, 1 << 20);
+    assert!(sim.settle());
+    let keys: Vec<PartKey> = (0..3).map(|p| key("t", p)).collect();
+    // Stopped: what the progress records keep.
+    let stored: Vec<_> = keys
+        .iter()
+        .map(|k| sim.path.remove(k).expect("running").stored())
+        .collect();
+    assert!(
+        stored.iter().all(|s| s.leader_epoch == Some(0)),
+        "{stored:?}"
+    );
+    // While stopped: partition 0's new leader lacks offsets 60..100 and writes other records
+    // there, as many as strait had copied (the log end looks unchanged); partition 1 gets an
+    // ordinary leader change; partition 2's log is truncated below the position and nothing
+    // is written since.
+    let src = sim.sources.get_mut(&keys[0]).unwrap();
+    src.truncate(60);
+    src.append("t", 0, 4, 10, 1);
+    sim.sources
+        .get_mut(&keys[1])
+        .unwrap()
+        .append("t", 1, 3, 10, 1);
+    sim.sources.get_mut(&keys[2]).unwrap().truncate(90);
+    // Restarted from the stored positions.
+    for (k, s) in keys.iter().zip(&stored) {
+        sim.take_up_stored(k.clone(), s);
+    }
+    for _ in 0..50 {
+        sim.now += Duration::from_millis(100);
+        sim.poll();
+        if !sim.answer_produce() {
+            sim.answer_fetch(0);
+        }
+    }
+    for (k, at) in [(&keys[0], 60), (&keys[2], 90)] {
+        let why = sim.path.parts[k].failed.clone().expect("stopped");
+        assert!(
+            why.contains(&format!("diverged at offset {at}")) && why.contains("offset 100:"),
+            "{why}"
+        );
+        assert_eq!(sim.targets[k].end, 100, "nothing of the new log copied");
+    }
+    assert!(sim.path.parts[&keys[1]].failed.is_none());
+    assert_eq!(
+        sim.targets[&keys[1]].end, 130,
+        "the leader change copied on"
+    );
+    assert_eq!(
+        sim.path.parts[&keys[1]].stored().leader_epoch,
+        Some(1),
+        "the stored epoch follows the copied batches"
+    );
 }
 
 #[test]
