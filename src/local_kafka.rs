@@ -74,6 +74,32 @@ pub(crate) fn java() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("java"))
 }
 
+/// A fresh, empty folder `strait-{kind}-{name}-{pid}-{n}` under `parent` (the system's temp
+/// folder by default) for one local process's files; a leftover of that name is removed.
+pub(crate) fn fresh_dir(parent: Option<&Path>, kind: &str, name: &str, n: u64) -> Result<PathBuf> {
+    let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
+    let dir = parent.join(format!(
+        "strait-{kind}-{}-{}-{n}",
+        sanitize(name),
+        std::process::id()
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(Error::from)?;
+    Ok(dir)
+}
+
+/// `java` with a `heap` limit, headless, logging as `log4j` says, and Apache Kafka's jars in
+/// `libs` on the class path: the caller adds its own options and the main class.
+pub(crate) fn jvm(heap: &str, log4j: &Path, libs: &Path) -> Command {
+    let mut c = Command::new(java());
+    c.arg(format!("-Xmx{heap}"))
+        .arg("-Djava.awt.headless=true")
+        .arg(format!("-Dlog4j2.configurationFile={}", log4j.display()))
+        .arg("-cp")
+        .arg(format!("{}/*", libs.display()));
+    c
+}
+
 /// A free TCP port on 127.0.0.1, below Linux's ephemeral range (so outgoing connections do
 /// not take it between now and the moment a broker binds it).
 pub fn free_port() -> Result<u16> {
@@ -241,14 +267,7 @@ impl KafkaCluster {
     fn start_once(opts: KafkaOptions) -> Result<KafkaCluster> {
         let libs = kafka_libs()?;
         let n = CLUSTERS.fetch_add(1, Ordering::Relaxed);
-        let parent = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = parent.join(format!(
-            "strait-kafka-{}-{}-{n}",
-            sanitize(&opts.name),
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).map_err(Error::from)?;
+        let dir = fresh_dir(opts.dir.as_deref(), "kafka", &opts.name, n)?;
         let mut nodes = Vec::new();
         for i in 0..opts.nodes.max(1) {
             let port = match opts.ports.get(i).copied().flatten() {
@@ -578,20 +597,14 @@ impl KafkaCluster {
     }
 
     fn java_command(&self) -> Command {
-        let mut c = Command::new(java());
-        c.arg(format!("-Xmx{}", self.opts.heap))
-            .arg("-Xms64m")
+        let log4j = self.dir.join("log4j2.yaml");
+        let mut c = jvm(&self.opts.heap, &log4j, &self.libs);
+        c.arg("-Xms64m")
             .arg("-XX:+UseSerialGC")
-            .arg("-XX:CICompilerCount=2")
-            .arg("-Djava.awt.headless=true")
-            .arg(format!(
-                "-Dlog4j2.configurationFile={}",
-                self.dir.join("log4j2.yaml").display()
-            ));
+            .arg("-XX:CICompilerCount=2");
         if self.opts.quick_start {
             c.arg("-XX:TieredStopAtLevel=1");
         }
-        c.arg("-cp").arg(format!("{}/*", self.libs.display()));
         c
     }
 

@@ -9,12 +9,12 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::local_kafka::{file_tail, java, kafka_libs, terminate};
+use crate::local_kafka::{file_tail, fresh_dir, jvm, kafka_libs, terminate};
 
 /// How long MirrorMaker 2 may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
@@ -227,14 +227,7 @@ impl Mm2Process {
     pub fn start(opts: Mm2Options) -> Result<Mm2Process> {
         let libs = kafka_libs()?;
         let n = RUNS.fetch_add(1, Ordering::Relaxed);
-        let parent = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = parent.join(format!(
-            "strait-mm2-{}-{}-{n}",
-            sanitize(&opts.name),
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).map_err(Error::from)?;
+        let dir = fresh_dir(opts.dir.as_deref(), "mm2", &opts.name, n)?;
         let config = dir.join("mm2.properties");
         fs::write(&config, mm2_properties(&opts)).map_err(Error::from)?;
         let log4j = dir.join("log4j2.yaml");
@@ -242,13 +235,8 @@ impl Mm2Process {
         let log = dir.join("mm2.log");
         let out = File::create(&log).map_err(Error::from)?;
         let err = out.try_clone().map_err(Error::from)?;
-        let child = Command::new(java())
-            .arg(format!("-Xmx{}", opts.heap))
+        let child = jvm(&opts.heap, &log4j, &libs)
             .args(&opts.jvm_options)
-            .arg("-Djava.awt.headless=true")
-            .arg(format!("-Dlog4j2.configurationFile={}", log4j.display()))
-            .arg("-cp")
-            .arg(format!("{}/*", libs.display()))
             .arg("org.apache.kafka.connect.mirror.MirrorMaker")
             // The file first: `--clusters` takes every argument after it.
             .arg(&config)
@@ -360,12 +348,6 @@ impl Drop for Mm2Process {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
 }
 
 /// Logging: warnings, plus MirrorMaker's start and stop and what each task replicates.

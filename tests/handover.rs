@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rdkafka::consumer::BaseConsumer;
 use strait::assignment::{Assignment, WorkItem};
 use strait::replicate::membership::group_id;
-use support::data::{group_assignments, watermarks};
+use support::data::{group_assignments_with, group_client, watermarks};
 use support::kafka::{start_kafka, start_kafka_behind_proxy, KafkaCluster};
 use support::{
     consume_all, create_topic, produce_records, topic_name, Codec, StraitRun, TestRecord,
@@ -297,10 +298,10 @@ fn late_requests_of_a_replaced_instance_land_nothing_twice() {
 /// replicated `heartbeats` topic) as (topic, partition), the flow's duties as (name, -1);
 /// `None` unless the group is stable.
 fn coordinator_view(
-    b_direct: &str,
+    client: &BaseConsumer,
     group: &str,
 ) -> Option<BTreeMap<String, BTreeSet<(String, i32)>>> {
-    let (state, members) = group_assignments(b_direct, group);
+    let (state, members) = group_assignments_with(client, group);
     if state != "Stable" {
         return None;
     }
@@ -370,8 +371,9 @@ fn members_match_the_coordinator_and_hand_overs_are_cooperative() {
     // Stable: strait's table equals the coordinator's assignments, and each member runs
     // exactly what the coordinator gave it.
     let deadline = Instant::now() + Duration::from_secs(60);
+    let client = group_client(&b_direct);
     let before = loop {
-        let view = coordinator_view(&b_direct, &group);
+        let view = coordinator_view(&client, &group);
         let table = members_table(&config);
         if let Some(v) = view.filter(|v| v.len() == 2) {
             let expected: BTreeMap<String, (usize, usize)> = v
@@ -385,7 +387,7 @@ fn members_match_the_coordinator_and_hand_overs_are_cooperative() {
         assert!(
             Instant::now() < deadline,
             "strait members never matched the coordinator: {table:?} vs {:?}",
-            coordinator_view(&b_direct, &group)
+            coordinator_view(&client, &group)
         );
         std::thread::sleep(Duration::from_millis(300));
     };
@@ -397,9 +399,10 @@ fn members_match_the_coordinator_and_hand_overs_are_cooperative() {
     let sampler = {
         let (stop, b_direct, group) = (stop.clone(), b_direct.clone(), group.clone());
         std::thread::spawn(move || {
+            let client = group_client(&b_direct);
             let mut seen: Vec<BTreeMap<String, BTreeSet<(String, i32)>>> = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                if let Some(v) = coordinator_view(&b_direct, &group) {
+                if let Some(v) = coordinator_view(&client, &group) {
                     if seen.last() != Some(&v) {
                         seen.push(v);
                     }

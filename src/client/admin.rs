@@ -125,21 +125,8 @@ impl Cluster {
         let mut req = IncrementalAlterConfigsRequest::default();
         req.resources = vec![res];
         let (_, resp) = self.send(Route::Any, &req).await?;
-        let r = resp.responses.first().ok_or_else(|| {
-            self.ctx(Error::new(ErrorKind::Protocol(
-                "IncrementalAlterConfigs answer is empty".into(),
-            )))
-        })?;
-        if r.error_code != error_code::NONE {
-            return Err(self.ctx(
-                Error::broker(
-                    r.error_code,
-                    r.error_message.as_ref().map(|m| m.to_string()),
-                )
-                .topic(topic),
-            ));
-        }
-        Ok(())
+        let r = self.only("IncrementalAlterConfigs", resp.responses.first())?;
+        self.topic_outcome(r.error_code, r.error_message.as_ref(), topic)
     }
 
     /// Every ACL binding on a topic resource (DescribeAcls), or `None` when the cluster has no
@@ -204,15 +191,7 @@ impl Cluster {
             .collect();
         let (_, resp) = self.send(Route::Any, &req).await?;
         for (b, r) in bindings.iter().zip(&resp.results) {
-            if r.error_code != error_code::NONE {
-                return Err(self.ctx(
-                    Error::broker(
-                        r.error_code,
-                        r.error_message.as_ref().map(|m| m.to_string()),
-                    )
-                    .topic(&b.resource_name),
-                ));
-            }
+            self.topic_outcome(r.error_code, r.error_message.as_ref(), &b.resource_name)?;
         }
         if resp.results.len() != bindings.len() {
             return Err(self.ctx(Error::new(ErrorKind::Protocol(format!(

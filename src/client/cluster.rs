@@ -154,6 +154,30 @@ impl Cluster {
         e.cluster(&self.config.name)
     }
 
+    /// The result of a one-resource admin answer; an error naming `api` when it holds none.
+    pub(crate) fn only<T>(&self, api: &str, result: Option<T>) -> Result<T> {
+        result.ok_or_else(|| {
+            self.ctx(Error::new(ErrorKind::Protocol(format!(
+                "{api} answer is empty"
+            ))))
+        })
+    }
+
+    /// An admin answer's error code for `topic`: an error naming this cluster, the topic and
+    /// the broker's message, unless NONE.
+    pub(crate) fn topic_outcome(
+        &self,
+        code: i16,
+        message: Option<&StrBytes>,
+        topic: &str,
+    ) -> Result<()> {
+        if code == error_code::NONE {
+            return Ok(());
+        }
+        let message = message.map(|m| m.to_string());
+        Err(self.ctx(Error::broker(code, message).topic(topic)))
+    }
+
     /// A connection to any broker: the bootstrap connection, or a new one to the first
     /// reachable bootstrap or known broker.
     pub async fn any_connection(&self) -> Result<Arc<Connection>> {
@@ -852,20 +876,8 @@ impl Cluster {
         req.topics = vec![t];
         req.timeout_ms = 30_000;
         let (_, resp) = self.send(self.controller_route(), &req).await?;
-        let r = resp.results.first().ok_or_else(|| {
-            self.ctx(Error::new(ErrorKind::Protocol(
-                "CreatePartitions answer is empty".into(),
-            )))
-        })?;
-        if r.error_code != error_code::NONE {
-            return Err(self.ctx(
-                Error::broker(
-                    r.error_code,
-                    r.error_message.as_ref().map(|m| m.to_string()),
-                )
-                .topic(topic),
-            ));
-        }
+        let r = self.only("CreatePartitions", resp.results.first())?;
+        self.topic_outcome(r.error_code, r.error_message.as_ref(), topic)?;
         self.invalidate(topic);
         Ok(())
     }
@@ -917,20 +929,8 @@ impl Cluster {
         let mut req = DescribeConfigsRequest::default();
         req.resources = vec![res];
         let (version, resp) = self.send(Route::Any, &req).await?;
-        let r = resp.results.into_iter().next().ok_or_else(|| {
-            self.ctx(Error::new(ErrorKind::Protocol(
-                "DescribeConfigs answer is empty".into(),
-            )))
-        })?;
-        if r.error_code != error_code::NONE {
-            return Err(self.ctx(
-                Error::broker(
-                    r.error_code,
-                    r.error_message.as_ref().map(|m| m.to_string()),
-                )
-                .topic(topic),
-            ));
-        }
+        let r = self.only("DescribeConfigs", resp.results.into_iter().next())?;
+        self.topic_outcome(r.error_code, r.error_message.as_ref(), topic)?;
         Ok((version, r.configs))
     }
 

@@ -554,9 +554,22 @@ pub fn warm_up_group_coordinator(bootstrap: &str) {
 /// The group coordinator's view of `group` (ListGroups + DescribeGroups through rdkafka): its
 /// state and, per member id, the assignment bytes the coordinator holds for it.
 pub fn group_assignments(bootstrap: &str, group: &str) -> (String, BTreeMap<String, Vec<u8>>) {
-    let consumer: BaseConsumer = base_config(bootstrap)
+    group_assignments_with(&group_client(bootstrap), group)
+}
+
+/// An rdkafka client for [`group_assignments_with`]: one kept for many samples answers in a
+/// round trip, where a new one per sample first connects and reads metadata.
+pub fn group_client(bootstrap: &str) -> BaseConsumer {
+    base_config(bootstrap)
         .create()
-        .expect("create rdkafka BaseConsumer for DescribeGroups");
+        .expect("create rdkafka BaseConsumer for DescribeGroups")
+}
+
+/// [`group_assignments`] through `consumer`.
+pub fn group_assignments_with(
+    consumer: &BaseConsumer,
+    group: &str,
+) -> (String, BTreeMap<String, Vec<u8>>) {
     let list = match consumer.fetch_group_list(Some(group), Duration::from_secs(10)) {
         Ok(l) => l,
         Err(_) => return ("Unknown".to_string(), BTreeMap::new()),
