@@ -214,7 +214,8 @@ fn bench_peer_mm2_reports_both_side_by_side() {
             "2000",
         ])
         .args(["--record-bytes", "300", "--keys", "40", "--codec", "zstd"])
-        .args(["--latency-secs", "0", "--peer", "mm2", "--json"])
+        .args(["--latency-secs", "2", "--latency-mb-per-s", "0.5"])
+        .args(["--peer", "mm2", "--json"])
         .output()
         .expect("run strait bench");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -264,6 +265,34 @@ fn bench_peer_mm2_reports_both_side_by_side() {
         f(&r["moving_cpu_per_gb"]),
         strait_moving / (moving / gb)
     ));
+    // MirrorMaker 2's latency at strait's rate: every record it was given read on the target,
+    // and the p50/p99 ratios are strait's over its.
+    let (mine, peer_l) = (&m["latency"], &p["latency"]);
+    assert_eq!(
+        f(&peer_l["rate_mb_per_s"]),
+        f(&mine["rate_mb_per_s"]),
+        "{p}"
+    );
+    let produced = u(&peer_l["produced"]["records"]);
+    assert!(produced > 0, "{peer_l}");
+    assert_eq!(u(&peer_l["records_seen"]), produced, "{peer_l}");
+    assert!(u(&peer_l["latency"]["count"]) > 0, "{peer_l}");
+    for (ratio, key) in [("latency_p50", "p50_ms"), ("latency_p99", "p99_ms")] {
+        let theirs = f(&peer_l["latency"][key]);
+        if theirs > 0.0 {
+            assert!(
+                close(f(&r[ratio]), f(&mine["latency"][key]) / theirs),
+                "{ratio}: {r}"
+            );
+        }
+    }
+    let on_target = consume_all(
+        &b.bootstrap(),
+        "mm2.bench_peer-latency-mm2",
+        produced as usize,
+        Duration::from_secs(30),
+    );
+    assert_eq!(on_target.len() as u64, produced);
     // Both remote topics hold every record, with the source's keys.
     for remote in ["source.bench_peer", "mm2.bench_peer"] {
         let got = consume_all(

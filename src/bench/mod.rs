@@ -16,7 +16,8 @@
 //!    target with [`latency::probe`]. The CLI gives this phase fresh local brokers.
 //!
 //! 6. optionally ([`peer::run_mm2`], `--peer mm2`), MirrorMaker 2 replicates the same backlog
-//!    on the same clusters, measured the same way, for a side-by-side report.
+//!    on the same clusters, measured the same way, for a side-by-side report; with the latency
+//!    phase on, its latency too, at the same rate ([`peer::run_mm2_latency`]).
 //!
 //! The pure parts (percentiles, the report and its ratios, the data) are unit-tested here; the
 //! whole is tested against two Apache Kafka clusters in `tests/bench.rs`.

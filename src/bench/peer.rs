@@ -8,13 +8,18 @@
 //! producer compressing with the bench's codec, as the source batches are: strait forwards them
 //! compressed as they are. Its source cluster alias is [`MM2_SOURCE_ALIAS`], so it writes a remote
 //! topic of its own (`mm2.<topic>`) next to strait's.
+//!
+//! With the latency phase on, [`run_mm2_latency`] also measures MirrorMaker 2's replication
+//! latency as the bench measures strait's: the same paced producer and probe, the same rate, on
+//! a topic of its own.
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::process::{cpu_times, peak_rss, CpuSample};
-use super::report::{ProcessCost, Transfer};
+use super::report::{LatencyRun, ProcessCost, Transfer};
+use super::stats::Summary;
 use super::{records_on, BenchOptions};
 use crate::client::{Cluster, ClusterConfig};
 use crate::error::{Error, Result};
@@ -45,6 +50,9 @@ pub struct PeerRun {
     pub process: ProcessCost,
     /// CPU seconds of the process from the first record on the target to the last.
     pub moving_cpu_seconds: Option<f64>,
+    /// Its replication latency at the latency phase's rate, when that phase ran
+    /// ([`run_mm2_latency`]).
+    pub latency: Option<LatencyRun>,
 }
 
 impl PeerRun {
@@ -67,6 +75,10 @@ pub struct PeerRatios {
     pub peak_rss: f64,
     /// strait's time from start to the first record over the peer's.
     pub first_record: f64,
+    /// strait's median replication latency over the peer's, when both were measured.
+    pub latency_p50: Option<f64>,
+    /// strait's 99th percentile replication latency over the peer's, when both were measured.
+    pub latency_p99: Option<f64>,
 }
 
 /// MirrorMaker 2's settings for the bench: `opts`' clusters and topic, as shipped.
@@ -149,7 +161,79 @@ pub async fn run_mm2(
         target_records: p.records,
         process,
         moving_cpu_seconds: p.moving.since(&p.first_cpu, 0),
+        latency: None,
     })
+}
+
+/// MirrorMaker 2's replication latency at `rate_mb_per_s`, measured as strait's is: a fresh
+/// topic on the source (`<topic>-latency-mm2`), MirrorMaker 2 started on it as in the
+/// throughput run, and once its task replicates, the bench's paced producer on the source and
+/// its latency probe on the remote topic. `fresh_brokers` goes into the result.
+pub async fn run_mm2_latency(
+    opts: &BenchOptions,
+    rate_mb_per_s: f64,
+    fresh_brokers: bool,
+) -> Result<LatencyRun> {
+    let source =
+        std::sync::Arc::new(Cluster::connect(ClusterConfig::new("source", &opts.source)).await?);
+    let target = std::sync::Arc::new(
+        Cluster::connect(ClusterConfig::new(super::TARGET_ALIAS, &opts.target)).await?,
+    );
+    let topic = format!("{}-latency-mm2", opts.topic);
+    let remote = format!("{MM2_SOURCE_ALIAS}.{topic}");
+    super::create(&source, &topic, opts).await?;
+    let mut mm2_opts = mm2_options(opts);
+    mm2_opts.name = "bench-latency".to_string();
+    mm2_opts.topics = regex::escape(&topic);
+    let mut mm2 = tokio::task::spawn_blocking(move || {
+        let mut mm2 = Mm2Process::start(mm2_opts)?;
+        mm2.wait_replicating(Duration::from_secs(90))?;
+        Ok::<_, Error>(mm2)
+    })
+    .await
+    .map_err(|e| Error::invalid(format!("starting MirrorMaker 2: {e}")))??;
+    let paced = match wait_for_topic(&target, &remote, opts.partitions).await {
+        Ok(()) => {
+            // As for strait: a moment for the task's first fetches before the clock starts.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            super::paced_and_probed(opts, &source, &topic, &target, &remote, rate_mb_per_s).await
+        }
+        Err(e) => Err(e),
+    };
+    let tail = mm2.log_tail(2000);
+    tokio::task::spawn_blocking(move || mm2.stop())
+        .await
+        .map_err(|e| Error::invalid(format!("stopping MirrorMaker 2: {e}")))?;
+    let paced = paced.map_err(|e| Error::invalid(format!("{e}; MirrorMaker 2's log:\n{tail}")))?;
+    Ok(LatencyRun {
+        rate_mb_per_s,
+        produced: paced.produced,
+        records_seen: paced.seen,
+        latency: paced.latency,
+        machine_busy: paced.machine_busy,
+        fresh_brokers,
+        direct: None,
+    })
+}
+
+/// Waits up to 90 s until `topic` exists on `target` with `partitions` partitions.
+async fn wait_for_topic(target: &Cluster, topic: &str, partitions: i32) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        target.invalidate(topic);
+        if let Ok(Some(t)) = target.topic(topic).await {
+            if t.partitions.len() == partitions as usize {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(Error::invalid(format!(
+                "cluster {}, topic {topic}: MirrorMaker 2 did not create it within 90 s",
+                target.name()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// What [`poll_until_done`] saw.
@@ -214,15 +298,17 @@ async fn poll_until_done(
 }
 
 /// strait's figures over the peer's: `strait` (first to last record), strait's moving CPU per
-/// GB, its peak RSS and its time from start to the first record.
+/// GB, its peak RSS, its time from start to the first record and its latency (when measured).
 pub fn ratios(
     strait: &Transfer,
     strait_moving_cpu_per_gb: Option<f64>,
     strait_peak_rss: u64,
     strait_first_record_seconds: f64,
+    strait_latency: Option<&Summary>,
     peer: &PeerRun,
 ) -> PeerRatios {
     let r = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let both = strait_latency.zip(peer.latency.as_ref().map(|l| &l.latency));
     PeerRatios {
         throughput: r(strait.mb_per_s(), peer.transfer.mb_per_s()),
         moving_cpu_per_gb: strait_moving_cpu_per_gb
@@ -230,6 +316,8 @@ pub fn ratios(
             .map(|(a, b)| r(a, b)),
         peak_rss: r(strait_peak_rss as f64, peer.process.peak_rss_bytes as f64),
         first_record: r(strait_first_record_seconds, peer.first_record_seconds),
+        latency_p50: both.map(|(s, p)| r(s.p50_ms as f64, p.p50_ms as f64)),
+        latency_p99: both.map(|(s, p)| r(s.p99_ms as f64, p.p99_ms as f64)),
     }
 }
 
@@ -256,6 +344,7 @@ mod tests {
                 peak_rss_bytes: 800_000_000,
             },
             moving_cpu_seconds: Some(24.0),
+            latency: None,
         }
     }
 
@@ -268,12 +357,50 @@ mod tests {
         };
         let p = peer();
         assert_eq!(p.moving_cpu_per_gb(), Some(24.0));
-        let r = ratios(&strait, Some(1.2), 40_000_000, 0.4, &p);
+        let r = ratios(&strait, Some(1.2), 40_000_000, 0.4, None, &p);
         assert!((r.throughput - 4.0).abs() < 1e-12);
         assert!((r.moving_cpu_per_gb.unwrap() - 0.05).abs() < 1e-12);
         assert!((r.peak_rss - 0.05).abs() < 1e-12);
         assert!((r.first_record - 0.05).abs() < 1e-12);
-        assert_eq!(ratios(&strait, None, 1, 1.0, &p).moving_cpu_per_gb, None);
+        assert_eq!(r.latency_p99, None);
+        assert_eq!(
+            ratios(&strait, None, 1, 1.0, None, &p).moving_cpu_per_gb,
+            None
+        );
+    }
+
+    #[test]
+    fn latency_ratios_need_both_latencies() {
+        let strait = Transfer {
+            bytes: 1,
+            records: 1,
+            seconds: 1.0,
+        };
+        let summary = |p50_ms, p99_ms| Summary {
+            count: 100,
+            p50_ms,
+            p99_ms,
+            max_ms: 500,
+        };
+        let mut p = peer();
+        let mine = summary(4, 12);
+        assert_eq!(
+            ratios(&strait, None, 1, 1.0, Some(&mine), &p).latency_p50,
+            None
+        );
+        p.latency = Some(LatencyRun {
+            rate_mb_per_s: 20.0,
+            produced: strait,
+            records_seen: 1,
+            latency: summary(16, 240),
+            machine_busy: None,
+            fresh_brokers: true,
+            direct: None,
+        });
+        let r = ratios(&strait, None, 1, 1.0, Some(&mine), &p);
+        assert!((r.latency_p50.unwrap() - 0.25).abs() < 1e-12);
+        assert!((r.latency_p99.unwrap() - 0.05).abs() < 1e-12);
+        assert_eq!(ratios(&strait, None, 1, 1.0, None, &p).latency_p99, None);
     }
 
     #[test]

@@ -255,6 +255,7 @@ impl Report {
             self.strait_moving_cpu_per_gb(),
             self.strait_process.peak_rss_bytes,
             self.strait_first_record_seconds(),
+            self.latency.as_ref().map(|l| &l.latency),
             peer,
         ))
     }
@@ -558,6 +559,47 @@ impl Report {
             format!("{:.2}", peer.first_record_seconds),
             Some(r.first_record),
         );
+        let ms = |l: Option<&LatencyRun>, p99: bool| {
+            l.map(|l| {
+                if p99 {
+                    l.latency.p99_ms
+                } else {
+                    l.latency.p50_ms
+                }
+            })
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "?".into())
+        };
+        if let Some(pl) = &peer.latency {
+            let mine = self.latency.as_ref();
+            row(
+                o,
+                &format!("latency p50 at {:.1} MB/s (ms)", pl.rate_mb_per_s),
+                ms(mine, false),
+                ms(Some(pl), false),
+                r.latency_p50,
+            );
+            row(
+                o,
+                &format!("latency p99 at {:.1} MB/s (ms)", pl.rate_mb_per_s),
+                ms(mine, true),
+                ms(Some(pl), true),
+                r.latency_p99,
+            );
+            let _ = writeln!(
+                o,
+                "MirrorMaker 2's latency run{}: {} records produced in {:.1} s, {} seen on the target, max {} ms over {} batches{}",
+                if pl.fresh_brokers { " (fresh brokers)" } else { "" },
+                pl.produced.records,
+                pl.produced.seconds,
+                pl.records_seen,
+                pl.latency.max_ms,
+                pl.latency.count,
+                pl.machine_busy
+                    .map(|b| format!(", {:.0}% of the cores busy", b * 100.0))
+                    .unwrap_or_default()
+            );
+        }
     }
 }
 
@@ -785,6 +827,7 @@ mod tests {
                 peak_rss_bytes: 500_000_000,
             },
             moving_cpu_seconds: Some(32.0),
+            latency: None,
         });
         // strait: 160 MB/s, 0.8 CPU-s/GB moving, 50 MB, 0.5 s to the first record.
         let p = r.ratios().peer.unwrap();
@@ -811,5 +854,47 @@ mod tests {
         assert_eq!(row("peak RSS"), ["0.10", "500.0", "50.0"]);
         assert_eq!(row("start to first record"), ["0.10", "5.00", "0.50"]);
         assert!(r.to_json().contains("\"first_record_seconds\": 5.0"));
+        assert!(!text.contains("latency p99 at"), "{text}");
+
+        // Both latencies measured: two rows more, strait's over the peer's.
+        let run = |p50_ms, p99_ms| LatencyRun {
+            rate_mb_per_s: 80.0,
+            produced: r.strait,
+            records_seen: 400_000,
+            latency: Summary {
+                count: 6000,
+                p50_ms,
+                p99_ms,
+                max_ms: 900,
+            },
+            machine_busy: None,
+            fresh_brokers: true,
+            direct: None,
+        };
+        r.latency = Some(run(3, 10));
+        if let Some(p) = r.peer.as_mut() {
+            p.latency = Some(run(12, 400));
+        }
+        let text = r.render();
+        let row = |what: &str| {
+            text.lines()
+                .find(|l| l.starts_with(what))
+                .unwrap_or_else(|| panic!("no {what} in {text}"))
+                .split_whitespace()
+                .rev()
+                .take(3)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row("latency p50 at 80.0 MB/s (ms)"), ["0.25", "12", "3"]);
+        assert_eq!(row("latency p99 at 80.0 MB/s (ms)"), ["0.03", "400", "10"]);
+        assert!(
+            text.contains("MirrorMaker 2's latency run (fresh brokers): 2000000 records produced in 12.5 s, 400000 seen on the target, max 900 ms over 6000 batches"),
+            "{text}"
+        );
+        assert!(
+            r.to_json().contains("\"latency_p99\": 0.025"),
+            "{}",
+            r.to_json()
+        );
     }
 }

@@ -82,7 +82,8 @@ pub struct BenchArgs {
     pub json: bool,
     /// Also run this replicator on the same backlog and brokers, after strait, and report both
     /// side by side (`mm2`: Apache Kafka's MirrorMaker 2, dedicated mode, from the jars the
-    /// local brokers run from).
+    /// local brokers run from; with the latency phase on, its latency is measured too, at the
+    /// same rate on fresh local brokers).
     #[arg(long, value_enum)]
     pub peer: Option<Peer>,
 }
@@ -166,6 +167,14 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
             }
         }
     }
+    if let (Ok(r), Some(Peer::Mm2)) = (&mut report, args.peer) {
+        if let (Some(rate), Some(peer)) = (r.latency.map(|l| l.rate_mb_per_s), r.peer.as_mut()) {
+            match peer_latency(args, &opts, rate, &mut local, &progress).await {
+                Ok(l) => peer.latency = Some(l),
+                Err(e) => report = Err(e),
+            }
+        }
+    }
     drop(local);
     match report {
         Ok(r) => {
@@ -217,6 +226,27 @@ async fn latency(
     ));
     run.direct = Some(strait::bench::run_direct_latency(&opts, rate).await?);
     Ok(run)
+}
+
+/// MirrorMaker 2's latency phase at strait's rate (on fresh local brokers, as strait's was).
+async fn peer_latency(
+    args: &BenchArgs,
+    opts: &BenchOptions,
+    rate: f64,
+    local: &mut Vec<LocalBroker>,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<strait::bench::report::LatencyRun> {
+    let fresh = local.len() == 2;
+    let mut opts = opts.clone();
+    if fresh {
+        restart_local(args, &mut opts, local).await?;
+    }
+    progress(&format!(
+        "latency: {rate:.1} MB/s for {:.1} s while MirrorMaker 2 replicates{}",
+        opts.latency_seconds,
+        if fresh { " (fresh local brokers)" } else { "" }
+    ));
+    strait::bench::peer::run_mm2_latency(&opts, rate, fresh).await
 }
 
 /// Replaces the two local brokers by two fresh ones and points `opts` at them.
