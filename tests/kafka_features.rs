@@ -17,6 +17,7 @@ use support::data::watermarks;
 use support::kafka::{
     start_kafka, start_kafka_behind_proxy, start_kafka_with, KafkaCluster, KafkaOptions,
 };
+use support::strait::wait_until;
 use support::{
     consume_all, create_topic, produce_records, topic_name, Codec, StraitRun, TestRecord,
 };
@@ -36,18 +37,6 @@ fn write_config(dir: &Path, a: &KafkaCluster, b: &str, topic: &str, extra: &str)
     )
     .expect("write config");
     config
-}
-
-fn wait_until(what: &str, timeout: Duration, run: &StraitRun, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out: {what}\n{}",
-            run.log()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn values_by_partition(bootstrap: &str, topic: &str, n: usize) -> BTreeMap<i32, Vec<String>> {

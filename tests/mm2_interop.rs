@@ -14,7 +14,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
@@ -27,6 +27,7 @@ use strait::replicate::{groups, store};
 use support::data::{consume_all, create_topic, partition_count, topic_name, watermarks};
 use support::java::{self, JavaProgram};
 use support::kafka::{start_kafka, KafkaCluster};
+use support::strait::wait_until;
 use support::StraitRun;
 
 const TOPIC: &str = "orders";
@@ -294,18 +295,6 @@ fn produce_transactions(bootstrap: &str) -> usize {
         }
     }
     committed
-}
-
-fn wait_until(what: &str, timeout: Duration, run: &StraitRun, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\n{}",
-            run.log()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// Starts the clusters `a`, `b`, `c` side by side.

@@ -30,6 +30,7 @@ use strait::local_kafka::KafkaCluster;
 use strait::local_mm2::{Mm2Options, Mm2Process};
 use support::data::{produce_records_with, ProduceOptions};
 use support::kafka::{start_kafka, start_kafka_behind_proxy_with, KafkaOptions};
+use support::strait::wait_for_log as wait_until;
 use support::{
     consume_all, create_topic, topic_name, OwnedRecord, ProduceCheckProxy, ProxyConfig, StraitRun,
     TestRecord,
@@ -114,23 +115,6 @@ fn high_watermarks(bootstrap: &str, topic: &str) -> Vec<i64> {
         .iter()
         .map(|w| w.1)
         .collect()
-}
-
-fn wait_until(
-    what: &str,
-    timeout: Duration,
-    log: impl Fn() -> String,
-    mut cond: impl FnMut() -> bool,
-) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\n{}",
-            log()
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// Commits `offsets` (partition, offset) of `topic` for `group`, without joining it.

@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, ConfigSource, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
@@ -17,6 +17,7 @@ use support::data::{
 };
 use support::java::{self, JavaProgram};
 use support::kafka::{start_kafka, start_kafka_with, KafkaCluster, KafkaOptions};
+use support::strait::wait_until;
 use support::StraitRun;
 
 const TOPIC: &str = "orders";
@@ -105,18 +106,6 @@ fn create_acls(tool: &JavaProgram, bootstrap: &str, lines: &[&str]) {
         .collect();
     let out = tool.run(&["create", bootstrap], &input);
     assert!(out.contains(&format!("created\t{}", lines.len())), "{out}");
-}
-
-fn wait_until(what: &str, timeout: Duration, run: &StraitRun, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\n{}",
-            run.log()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
 }
 
 #[test]

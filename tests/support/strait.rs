@@ -151,3 +151,27 @@ pub fn status_get(port: u16, path: &str) -> Option<(u16, String)> {
         .to_string();
     Some((code, body))
 }
+
+/// Waits until `cond` holds, checking every 250 ms; after `timeout`, fails naming `what` and
+/// showing `log()` (the log of the strait run or runs involved).
+pub fn wait_for_log(
+    what: &str,
+    timeout: Duration,
+    log: impl Fn() -> String,
+    mut cond: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// [`wait_for_log`] showing `run`'s log.
+pub fn wait_until(what: &str, timeout: Duration, run: &StraitRun, cond: impl FnMut() -> bool) {
+    wait_for_log(what, timeout, || run.log(), cond);
+}
