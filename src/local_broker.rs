@@ -76,13 +76,31 @@ fn free_port() -> Result<u16> {
 impl LocalBroker {
     /// Starts a broker of `kind` named `name` and waits until it answers.
     pub async fn start_kind(kind: &BrokerKind, name: &str) -> Result<LocalBroker> {
+        LocalBroker::start_kind_at(kind, name, None).await
+    }
+
+    /// [`LocalBroker::start_kind`], with `ports` = (the port it listens on, the port it
+    /// advertises to clients, where something relays to the first): Apache Kafka only. It is
+    /// waited for through the advertised port.
+    pub async fn start_kind_at(
+        kind: &BrokerKind,
+        name: &str,
+        ports: Option<(u16, u16)>,
+    ) -> Result<LocalBroker> {
         match kind {
+            BrokerKind::Nisshi(_) if ports.is_some() => Err(Error::invalid(
+                "a broker behind a relay needs Apache Kafka (not nisshi)",
+            )),
             BrokerKind::Nisshi(path) => LocalBroker::start(path, name).await,
             BrokerKind::Kafka { throughput } => {
                 let mut opts = crate::local_kafka::KafkaOptions::new(name);
                 if *throughput {
                     opts.heap = "1g".to_string();
                     opts.quick_start = false;
+                }
+                if let Some((listen, advertised)) = ports {
+                    opts.ports = vec![Some(listen)];
+                    opts.advertised_ports = vec![Some(advertised)];
                 }
                 let cluster = tokio::task::spawn_blocking(move || {
                     crate::local_kafka::KafkaCluster::start(opts)

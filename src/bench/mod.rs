@@ -24,6 +24,7 @@
 
 pub mod data;
 pub mod latency;
+pub mod link;
 pub mod peer;
 pub mod process;
 pub mod relay;
@@ -93,6 +94,8 @@ pub struct BenchOptions {
     pub max_bytes_per_second: Option<u64>,
     /// Seconds strait is left running idle after the backlog, its CPU measured (0: none).
     pub idle_seconds: f64,
+    /// The round trip of the delay link the target is behind (`--link-rtt-ms`), if any.
+    pub link_rtt_ms: Option<f64>,
 }
 
 /// The floor relays at least this many bytes, so its CPU per GB is not a handful of clock
@@ -220,6 +223,7 @@ pub async fn run(opts: &BenchOptions, progress: &(dyn Fn(&str) + Sync)) -> Resul
             key_spread: shape.key_spread,
             codec: shape.codec.name().to_string(),
             records_per_batch: per_batch as usize,
+            link_rtt_ms: opts.link_rtt_ms,
         },
         fill,
         ceiling,

@@ -34,6 +34,9 @@ pub struct Settings {
     pub codec: String,
     /// Records per batch.
     pub records_per_batch: usize,
+    /// The round trip of the delay link between strait (and the direct writer) and the
+    /// target, when the bench put one there.
+    pub link_rtt_ms: Option<f64>,
 }
 
 /// Bytes and records moved in a measured time.
@@ -355,6 +358,12 @@ impl Report {
             s.topic,
             s.remote_topic
         );
+        if let Some(rtt) = s.link_rtt_ms {
+            let _ = writeln!(
+                o,
+                "the target is behind a link with a {rtt} ms round trip: strait's writes and the ceiling's cross it alike"
+            );
+        }
     }
 
     /// The three transfers: fill, ceiling, strait.
@@ -659,6 +668,7 @@ mod tests {
                 key_spread: 100,
                 codec: "none".into(),
                 records_per_batch: 64,
+                link_rtt_ms: None,
             },
             fill: t(2_000_000_000, 2_000_000, 20.0),
             ceiling: t(2_000_000_000, 2_000_000, 10.0),

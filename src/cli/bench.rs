@@ -2,10 +2,13 @@
 //! ceiling and a socket relay's floor) and the hidden `strait bench-relay` it runs as the floor.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use strait::bench::data::DataShape;
+use strait::bench::link::DelayLink;
 use strait::bench::{relay, BenchOptions};
 use strait::local_broker::LocalBroker;
+use strait::local_kafka::free_port;
 use strait::records::Compression;
 use strait::{Error, Result};
 
@@ -80,6 +83,12 @@ pub struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Put the local target cluster behind a link with this round-trip time in milliseconds (a
+    /// relay holding every byte for half of it each way): strait's writes and the ceiling's
+    /// direct writes cross the same long-distance link. Local Apache Kafka brokers only; no
+    /// latency phase (`--latency-secs 0`) and no `--peer`.
+    #[arg(long)]
+    pub link_rtt_ms: Option<f64>,
     /// Also run this replicator on the same backlog and brokers, after strait, and report both
     /// side by side (`mm2`: Apache Kafka's MirrorMaker 2, dedicated mode, from the jars the
     /// local brokers run from; with the latency phase on, its latency is measured too, at the
@@ -111,12 +120,28 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
     let work_dir =
         std::env::temp_dir().join(format!("strait-bench-{}-{stamp}", std::process::id()));
     let mut local = Vec::new();
+    let link_rtt = link_rtt(args)?;
+    let mut link = None;
     let (source, target) = match (&args.source, &args.target) {
         (Some(s), Some(t)) => (s.clone(), t.clone()),
         _ => {
             let kind = super::demo::broker_kind(args.broker, args.nisshi.as_deref(), true)?;
             local.push(LocalBroker::start_kind(&kind, "bench_source").await?);
-            local.push(LocalBroker::start_kind(&kind, "bench_target").await?);
+            let ports = match link_rtt {
+                None => None,
+                Some(rtt) => {
+                    let (listen, advertised) = (free_port()?, free_port()?);
+                    let l = DelayLink::start(
+                        &format!("127.0.0.1:{advertised}"),
+                        &format!("127.0.0.1:{listen}"),
+                        rtt,
+                    )
+                    .await?;
+                    link = Some(l);
+                    Some((listen, advertised))
+                }
+            };
+            local.push(LocalBroker::start_kind_at(&kind, "bench_target", ports).await?);
             eprintln!("started two local brokers ({})", local[0].kind_name());
             (local[0].addr().to_string(), local[1].addr().to_string())
         }
@@ -149,6 +174,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         broker_pids: (local.len() == 2).then(|| (local[0].pid(), local[1].pid())),
         max_bytes_per_second: args.max_bytes_per_second.filter(|r| *r > 0),
         idle_seconds: args.idle_secs.max(0.0),
+        link_rtt_ms: link_rtt.map(|d| d.as_secs_f64() * 1000.0),
     };
     let progress = |line: &str| eprintln!("{line} ...");
     let mut report = strait::bench::run(&opts, &progress).await;
@@ -176,6 +202,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         }
     }
     drop(local);
+    drop(link);
     match report {
         Ok(r) => {
             if args.keep {
@@ -194,6 +221,29 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
             work_dir.display()
         ))),
     }
+}
+
+/// `--link-rtt-ms` as a duration, after checking what it may go with.
+fn link_rtt(args: &BenchArgs) -> Result<Option<Duration>> {
+    let Some(ms) = args.link_rtt_ms else {
+        return Ok(None);
+    };
+    if !(ms > 0.0 && ms < 60_000.0) {
+        return Err(Error::invalid(format!(
+            "--link-rtt-ms {ms}: a round trip in milliseconds, above 0 and below 60000"
+        )));
+    }
+    if args.source.is_some() || args.target.is_some() {
+        return Err(Error::invalid(
+            "--link-rtt-ms puts the bench's own local target behind a link: not with --source/--target",
+        ));
+    }
+    if args.latency_secs > 0.0 || args.peer.is_some() {
+        return Err(Error::invalid(
+            "--link-rtt-ms measures throughput only: add --latency-secs 0, without --peer",
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
 }
 
 /// The latency phase, then its yardstick (producer and reader on the target alone). nisshi keeps
