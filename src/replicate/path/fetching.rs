@@ -191,12 +191,19 @@ impl DataPath {
         planned
     }
 
-    /// The `max_wait` of the next Fetch to `leader`.
+    /// The `max_wait` of the next Fetch to `leader`; for a leader not asked yet (new, or
+    /// leadership moved), the shortest of the others' (data flowing elsewhere probably flows
+    /// there too), or the configured wait.
     fn wait_for(&self, leader: i32) -> Duration {
-        self.waits
-            .get(&leader)
-            .copied()
-            .unwrap_or(self.cfg.fetch_max_wait)
+        match self.waits.get(&leader) {
+            Some(w) => *w,
+            None => self
+                .waits
+                .values()
+                .min()
+                .copied()
+                .unwrap_or(self.cfg.fetch_max_wait),
+        }
     }
 
     /// One partition of a Fetch answer.

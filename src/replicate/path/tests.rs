@@ -807,6 +807,21 @@ fn data_shortens_the_fetch_wait_and_empty_answers_double_it_back_to_the_long_pol
     sim.answer_fetch(0);
     assert_eq!(outstanding_wait(&mut sim), 500);
     assert!(sim.settle(), "every record copied, the heartbeat too");
+
+    // A leader not asked yet (leadership moved) gets the wait of the others.
+    back_to_long_polls(&mut sim);
+    sim.sources
+        .get_mut(&key("t", 0))
+        .unwrap()
+        .append("t", 0, 1, 5, 0);
+    sim.answer_fetch(0);
+    assert_eq!(outstanding_wait(&mut sim), 10);
+    sim.topo.source_leaders.insert(key("t", 1), 2);
+    sim.path.replan();
+    sim.poll();
+    let moved = sim.fetches.iter().find(|f| f.leader == 2).unwrap();
+    assert_eq!(moved.limits.max_wait_ms, 10);
+    assert!(sim.settle());
 }
 
 #[test]
