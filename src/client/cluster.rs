@@ -398,7 +398,12 @@ impl Cluster {
         }
         for t in &resp.topics {
             if t.error_code == error_code::NONE {
-                cache.topics.insert(t.name.clone(), t.clone());
+                // In partition order, so a leader lookup finds partition `i` at index `i`
+                // (brokers list them in any order; a scan per lookup made planning a Fetch
+                // for 1 000 partitions quadratic).
+                let mut sorted = t.clone();
+                sorted.partitions.sort_by_key(|p| p.partition);
+                cache.topics.insert(t.name.clone(), sorted);
             } else {
                 cache.topics.remove(&t.name);
             }

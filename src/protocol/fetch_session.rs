@@ -62,6 +62,10 @@ enum Asked {
     Full(Vec<((Arc<str>, i32), Held)>),
     /// An incremental request: the partitions the session holds once it is answered.
     Incremental(Parts),
+    /// An incremental request for the partitions the session holds, nothing forgotten: the
+    /// ones whose position or limits it changes (an idle flow's request changes none, and
+    /// costs no copy of the session's map).
+    Changes(Vec<((Arc<str>, i32), Held)>),
 }
 
 /// The client side of one fetch session with one broker. One request at a time: build it with
@@ -115,15 +119,30 @@ impl FetchSession {
             self.in_flight = Some(Asked::Full(keyed.collect()));
             return req;
         }
-        let next: Parts = keyed.collect();
-        let changed: Vec<FetchPartitionSpec> = wanted
-            .iter()
-            .filter(|p| self.held.get(&(p.topic.clone(), p.partition)) != Some(&Held::from(*p)))
-            .cloned()
-            .collect();
+        let (mut changed, mut all_held) = (Vec::new(), wanted.len() == self.held.len());
+        for p in wanted {
+            match self.held.get(&(Arc::clone(&p.topic), p.partition)) {
+                Some(h) if *h == Held::from(p) => {}
+                Some(_) => changed.push(p.clone()),
+                None => {
+                    changed.push(p.clone());
+                    all_held = false;
+                }
+            }
+        }
         let mut req = fetch::request(&changed, limits);
         req.session_id = self.id;
         req.session_epoch = self.epoch;
+        if all_held {
+            // The same partitions as the session's (no duplicates in `wanted`): none forgotten.
+            let changes = changed
+                .iter()
+                .map(|p| ((Arc::clone(&p.topic), p.partition), Held::from(p)))
+                .collect();
+            self.in_flight = Some(Asked::Changes(changes));
+            return req;
+        }
+        let next: Parts = keyed.collect();
         let mut forgotten: Vec<ForgottenTopic> = Vec::new();
         for (topic, partition) in self.held.keys() {
             if next.contains_key(&(Arc::clone(topic), *partition)) {
@@ -166,17 +185,21 @@ impl FetchSession {
                 self.held = parts.into_iter().collect();
                 return;
             }
-            Asked::Incremental(next) => next,
+            Asked::Incremental(next) => Ok(next),
+            Asked::Changes(changes) => Err(changes),
         };
         if resp.session_id != self.id {
             self.reset();
+            return;
+        }
+        self.epoch = if self.epoch == i32::MAX {
+            1
         } else {
-            self.epoch = if self.epoch == i32::MAX {
-                1
-            } else {
-                self.epoch + 1
-            };
-            self.held = next;
+            self.epoch + 1
+        };
+        match next {
+            Ok(next) => self.held = next,
+            Err(changes) => self.held.extend(changes),
         }
     }
 
@@ -268,6 +291,37 @@ mod tests {
         );
         assert_eq!(listed(&r), vec![("b".to_string(), 0, 9)]);
         assert_eq!(r.session_epoch, 3);
+    }
+
+    #[test]
+    fn the_same_partitions_send_only_what_moved_and_the_session_keeps_it() {
+        let l = FetchLimits::default();
+        let mut s = FetchSession::new();
+        let mut all: Vec<_> = (0..100).map(|p| spec("a", p, 10)).collect();
+        s.request(&all, &l, 12);
+        s.on_response(&answer(4, 0));
+        all[7].offset = 12;
+        let r = s.request(&all, &l, 12);
+        assert_eq!(listed(&r), vec![("a".to_string(), 7, 12)]);
+        assert!(forgotten(&r).is_empty());
+        s.on_response(&answer(4, 0));
+        assert_eq!(s.epoch(), 2);
+        let r = s.request(&all, &l, 12);
+        assert!(listed(&r).is_empty(), "the change is held once answered");
+        s.on_response(&answer(4, 0));
+
+        // A change whose answer is an error is not held: full again.
+        all[8].offset = 13;
+        s.request(&all, &l, 12);
+        s.on_response(&answer(4, error_code::INVALID_FETCH_SESSION_EPOCH));
+        assert_eq!(listed(&s.request(&all, &l, 12)).len(), 100);
+
+        // The same number of partitions, one swapped for another: added and forgotten.
+        s.on_response(&answer(5, 0));
+        all[0] = spec("b", 0, 1);
+        let r = s.request(&all, &l, 12);
+        assert_eq!(listed(&r), vec![("b".to_string(), 0, 1)]);
+        assert_eq!(forgotten(&r), vec![("a".to_string(), 0)]);
     }
 
     #[test]

@@ -110,7 +110,7 @@ impl Duties {
             return true;
         };
         let item = WorkItem::Duties { flow: self.name() };
-        own.may_write() && own.assigned_for(&self.name()).contains(&item)
+        own.may_write() && own.is_assigned(&item)
     }
 
     /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a

@@ -96,6 +96,11 @@ impl Ownership {
             .collect()
     }
 
+    /// Whether `item` is assigned to this instance (without copying the assignment).
+    pub fn is_assigned(&self, item: &WorkItem) -> bool {
+        self.lock().assigned.contains(item)
+    }
+
     /// Changes each time the membership was lost.
     pub fn lost_epoch(&self) -> u64 {
         self.lock().lost_epoch

@@ -172,7 +172,7 @@ impl TopicSync {
             return true;
         };
         let item = WorkItem::Duties { flow: self.name() };
-        own.may_write() && own.assigned_for(&self.name()).contains(&item)
+        own.may_write() && own.is_assigned(&item)
     }
 
     /// Runs until `shutdown` turns true.

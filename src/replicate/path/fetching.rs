@@ -52,6 +52,7 @@ impl DataPath {
         }
         wanted.sort_by_key(|(_, st)| st.queued_bytes);
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();
+        let mut connected: Vec<(i32, bool)> = Vec::new();
         for (k, st) in wanted {
             // Metadata refreshed after an error shows a topic created again under the same
             // name before the next Fetch could read the new topic at the old position.
@@ -74,7 +75,16 @@ impl DataPath {
             if busy.contains(&leader) {
                 continue;
             }
-            if !topo.source_connected(leader) {
+            // One look per leader, not per partition (a lock each).
+            let connected = match connected.iter().find(|c| c.0 == leader) {
+                Some(c) => c.1,
+                None => {
+                    let c = topo.source_connected(leader);
+                    connected.push((leader, c));
+                    c
+                }
+            };
+            if !connected {
                 self.missing.source_nodes.insert(leader);
                 continue;
             }
@@ -90,16 +100,16 @@ impl DataPath {
                     max_bytes,
                 });
         }
-        let since_data = self.last_data.map(|t| now.saturating_duration_since(t));
-        let wait = fetch_wait(since_data, self.cfg.fetch_max_wait);
-        let limits = FetchLimits {
-            max_wait_ms: i32::try_from(wait.as_millis()).unwrap_or(i32::MAX),
-            min_bytes: 1,
-            max_bytes: self.budget_share(budget, by_leader.len()),
-            isolation_level: READ_COMMITTED,
-        };
+        let max_bytes = self.budget_share(budget, by_leader.len());
         let mut orders = Vec::with_capacity(by_leader.len());
         for (leader, specs) in by_leader {
+            let wait = self.wait_for(leader);
+            let limits = FetchLimits {
+                max_wait_ms: i32::try_from(wait.as_millis()).unwrap_or(i32::MAX),
+                min_bytes: 1,
+                max_bytes,
+                isolation_level: READ_COMMITTED,
+            };
             let id = self.request_id();
             let offsets = specs
                 .iter()
@@ -108,6 +118,7 @@ impl DataPath {
             self.fetching.push(Fetching {
                 id,
                 leader,
+                wait,
                 offsets,
             });
             self.traffic.fetches += 1;
@@ -160,7 +171,7 @@ impl DataPath {
                 return 0;
             }
         };
-        let mut planned = 0;
+        let (mut planned, mut moving) = (0, false);
         for p in partitions {
             let key = (p.topic.clone(), p.partition);
             let Some(st) = self.parts.get(&key) else {
@@ -169,12 +180,30 @@ impl DataPath {
             if asked.offsets.get(&key) != Some(&st.planner.next_offset()) {
                 continue; // resumed elsewhere while the request was out: fetched again
             }
-            planned += self.take_in(key, &p);
+            let heartbeats = st.heartbeats;
+            let n = self.take_in(key, &p);
+            planned += n;
+            // A heartbeat record a second is no data flow to poll for every 10 ms.
+            moving |= n > 0 && !heartbeats;
         }
-        if planned > 0 {
-            self.last_data = Some(now);
-        }
+        let next = next_fetch_wait(asked.wait, moving, self.cfg.fetch_max_wait);
+        self.waits.insert(asked.leader, next);
         planned
+    }
+
+    /// The `max_wait` of the next Fetch to `leader`; for a leader not asked yet (new, or
+    /// leadership moved), the shortest of the others' (data flowing elsewhere probably flows
+    /// there too), or the configured wait.
+    fn wait_for(&self, leader: i32) -> Duration {
+        match self.waits.get(&leader) {
+            Some(w) => *w,
+            None => self
+                .waits
+                .values()
+                .min()
+                .copied()
+                .unwrap_or(self.cfg.fetch_max_wait),
+        }
     }
 
     /// One partition of a Fetch answer.

@@ -57,11 +57,8 @@ pub const MAX_FAILED_RESYNCS: u32 = 10;
 /// How long fetching pauses after a Fetch request could not be written or answered.
 pub const FETCH_BACKOFF: Duration = Duration::from_millis(200);
 
-/// Longest a Fetch waits for data while data is flowing.
+/// Longest the Fetch right after an answer that brought data waits (see [`next_fetch_wait`]).
 pub const FLOWING_FETCH_WAIT: Duration = Duration::from_millis(10);
-
-/// How long after the last fetched data the flow still counts as flowing.
-pub const FLOWING_FOR: Duration = Duration::from_secs(2);
 
 /// What the data path needs to know of its flow.
 #[derive(Debug, Clone)]
@@ -236,6 +233,8 @@ enum Timer {
 struct Fetching {
     id: RequestId,
     leader: i32,
+    /// Its `max_wait`.
+    wait: Duration,
     offsets: HashMap<PartKey, i64>,
 }
 
@@ -264,8 +263,9 @@ pub struct DataPath {
     may_write: bool,
     /// Something changed that can give a leader with no Fetch outstanding partitions to fetch.
     replan: bool,
-    /// When a Fetch last brought data (see [`fetch_wait`]).
-    last_data: Option<Instant>,
+    /// `max_wait` of the next Fetch to each source leader (see [`next_fetch_wait`]; a leader
+    /// not listed: the configured wait).
+    waits: HashMap<i32, Duration>,
     /// Where the rewind counter of the next partition taken up starts.
     epoch_base: u64,
     next_id: u64,
@@ -294,7 +294,7 @@ impl DataPath {
             held: HashSet::new(),
             may_write: true,
             replan: true,
-            last_data: None,
+            waits: HashMap::new(),
             epoch_base: 0,
             next_id: 0,
             traffic: Traffic::default(),
@@ -421,16 +421,23 @@ impl DataPath {
     }
 }
 
-/// The `max_wait_ms` of the next Fetch. While data flows (some fetched within [`FLOWING_FOR`]),
-/// a short wait: the next records are due any moment, and a broker that holds a long poll until
-/// `max_wait_ms` runs out (rather than answering once `min_bytes` are there, as Apache Kafka
-/// does) would otherwise add the whole wait to the replication latency. Idle flows long-poll with
-/// the configured wait. Never zero: an outstanding Fetch holds nothing else up, and an empty
-/// answer in one round trip would only send the next one at once.
-pub fn fetch_wait(since_data: Option<Duration>, configured: Duration) -> Duration {
-    if since_data.is_some_and(|d| d < FLOWING_FOR) {
+/// The `max_wait` of the next Fetch to a leader, after an answer to one that waited `asked`:
+/// [`FLOWING_FETCH_WAIT`] right after an answer that brought data (records of a heartbeats
+/// topic do not count: the flow's own heartbeat every second is no flow of data), then twice
+/// the last wait after each empty answer, up to the configured wait (an idle flow long-polls
+/// with it).
+///
+/// Right after data, the next records are due any moment, and a broker that holds a long poll
+/// until `max_wait_ms` runs out (rather than answering once `min_bytes` are there, as Apache
+/// Kafka does) would otherwise add the whole wait to the replication latency; doubling keeps
+/// that added wait below about twice the time since the last data. A sparse trickle costs a
+/// few empty answers per record, not a 10 ms poll of every partition while it lasts. Never
+/// zero unless configured so: an outstanding Fetch holds nothing else up, and an empty answer
+/// in one round trip would only send the next one at once.
+pub fn next_fetch_wait(asked: Duration, brought_data: bool, configured: Duration) -> Duration {
+    if brought_data {
         configured.min(FLOWING_FETCH_WAIT)
     } else {
-        configured
+        asked.saturating_mul(2).min(configured)
     }
 }

@@ -759,6 +759,89 @@ fn fetching_pauses_while_the_buffer_is_full() {
     assert!(sim.settle());
 }
 
+/// The `max_wait_ms` of the Fetch outstanding now (after writing what is due).
+fn outstanding_wait(sim: &mut Sim) -> i32 {
+    sim.poll();
+    assert_eq!(sim.fetches.len(), 1, "one source leader, one Fetch");
+    sim.fetches[0].limits.max_wait_ms
+}
+
+/// Answers Fetch requests until one waits the configured 500 ms; returns the waits seen,
+/// checking each is twice the one before (capped).
+fn back_to_long_polls(sim: &mut Sim) -> Vec<i32> {
+    let mut waits = vec![outstanding_wait(sim)];
+    while waits.last() != Some(&500) {
+        assert!(waits.len() < 20, "never back to long polls: {waits:?}");
+        sim.answer_fetch(0);
+        let w = outstanding_wait(sim);
+        assert_eq!(w, (waits[waits.len() - 1] * 2).min(500), "{waits:?}");
+        waits.push(w);
+    }
+    waits
+}
+
+#[test]
+fn data_shortens_the_fetch_wait_and_empty_answers_double_it_back_to_the_long_poll() {
+    assert_eq!(
+        next_fetch_wait(Duration::from_millis(500), true, Duration::from_millis(500)),
+        FLOWING_FETCH_WAIT
+    );
+    let configured = Duration::from_millis(500);
+    assert_eq!(
+        next_fetch_wait(Duration::from_millis(320), false, configured),
+        configured
+    );
+    assert_eq!(
+        next_fetch_wait(Duration::from_millis(1), true, Duration::from_millis(3)),
+        Duration::from_millis(3),
+        "never longer than configured"
+    );
+
+    let mut sim = Sim::new(3, 2, 5, 1 << 20);
+    assert!(sim.settle());
+    back_to_long_polls(&mut sim);
+    for _ in 0..5 {
+        sim.answer_fetch(0);
+        assert_eq!(outstanding_wait(&mut sim), 500, "idle: long polls only");
+    }
+
+    // A record arrives: answered (at once, as Apache Kafka answers a waiting Fetch), the next
+    // Fetch waits 10 ms, then 20, 40, ... while answers come back empty.
+    sim.sources
+        .get_mut(&key("t", 1))
+        .unwrap()
+        .append("t", 1, 1, 5, 0);
+    sim.answer_fetch(0);
+    assert_eq!(outstanding_wait(&mut sim), 10);
+    let waits = back_to_long_polls(&mut sim);
+    assert_eq!(waits, [10, 20, 40, 80, 160, 320, 500]);
+
+    // A heartbeat record is copied but does not shorten the wait.
+    sim.path.parts.get_mut(&key("t", 2)).unwrap().heartbeats = true;
+    sim.sources
+        .get_mut(&key("t", 2))
+        .unwrap()
+        .append("t", 2, 1, 1, 0);
+    sim.answer_fetch(0);
+    assert_eq!(outstanding_wait(&mut sim), 500);
+    assert!(sim.settle(), "every record copied, the heartbeat too");
+
+    // A leader not asked yet (leadership moved) gets the wait of the others.
+    back_to_long_polls(&mut sim);
+    sim.sources
+        .get_mut(&key("t", 0))
+        .unwrap()
+        .append("t", 0, 1, 5, 0);
+    sim.answer_fetch(0);
+    assert_eq!(outstanding_wait(&mut sim), 10);
+    sim.topo.source_leaders.insert(key("t", 1), 2);
+    sim.path.replan();
+    sim.poll();
+    let moved = sim.fetches.iter().find(|f| f.leader == 2).unwrap();
+    assert_eq!(moved.limits.max_wait_ms, 10);
+    assert!(sim.settle());
+}
+
 #[test]
 fn a_failed_fetch_backs_off_then_fetches_again() {
     let mut sim = Sim::new(1, 3, 10, 1 << 20);
