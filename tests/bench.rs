@@ -193,6 +193,37 @@ fn bench_starts_its_own_brokers_by_default() {
 }
 
 #[test]
+fn bench_over_a_long_distance_link_moves_every_record_across_it() {
+    // What --link-rtt-ms cannot go with is refused before anything starts.
+    let refused = strait()
+        .args(["bench", "--link-rtt-ms", "40", "--latency-secs", "1"])
+        .output()
+        .expect("run strait bench");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--latency-secs 0"), "{stderr}");
+
+    let out = strait()
+        .args(["bench", "--partitions", "2", "--records", "500"])
+        .args(["--record-bytes", "1000", "--latency-secs", "0"])
+        .args(["--link-rtt-ms", "40", "--json"])
+        .output()
+        .expect("run strait bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "strait bench failed: {stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let m = &v["measured"];
+    assert_eq!(f(&m["settings"]["link_rtt_ms"]), 40.0);
+    // The target is reached through the link: its address is the link's, not the broker's.
+    let records = u(&m["fill"]["records"]);
+    assert_eq!(records, 504);
+    assert_eq!(u(&m["target_records"]), records);
+    assert_eq!(u(&m["ceiling"]["records"]), records);
+    // Crossing a 40 ms link takes at least one round trip (a lower bound: load only adds).
+    assert!(f(&m["ceiling"]["seconds"]) >= 0.04, "{m}");
+}
+
+#[test]
 fn bench_peer_mm2_reports_both_side_by_side() {
     // MirrorMaker 2 replicates the same backlog after strait; both are measured and compared.
     let a = Broker::start("bench-peer-a");
