@@ -32,6 +32,6 @@ for t in "${targets[@]}"; do
     echo "fuzz: $t failed; the input is in fuzz/artifacts/$t/" >&2
     exit 1
   fi
-  grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+ +DONE' "$log" || true
+  grep -E '^stat::(number_of_executed_units|peak_rss_mb|new_units_added)|^#[0-9]+[[:space:]]+DONE' "$log" || true
 done
 echo "fuzz: every target ran ${seconds}s without a finding"
