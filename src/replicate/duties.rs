@@ -15,7 +15,6 @@ use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
 use super::progress::{self, Stored};
 use super::store;
-use crate::assignment::WorkItem;
 use crate::client::Cluster;
 use crate::config::FlowConfig;
 use crate::error::{Error, Result};
@@ -106,11 +105,7 @@ impl Duties {
     /// Whether this instance does the flow's duties and may write now (scale-out: it owns the
     /// duties unit and its membership lease is valid).
     fn active(&self) -> bool {
-        let Some(own) = &self.ownership else {
-            return true;
-        };
-        let item = WorkItem::Duties { flow: self.name() };
-        own.may_write() && own.is_assigned(&item)
+        Ownership::does_duties(self.ownership.as_deref(), &self.name())
     }
 
     /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a

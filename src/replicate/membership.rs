@@ -101,6 +101,17 @@ impl Ownership {
         self.lock().assigned.contains(item)
     }
 
+    /// Whether this instance does the duties of `flow` now: it is assigned the flow's duties
+    /// unit and its membership lease is valid (`None`: no scale-out, always).
+    pub fn does_duties(own: Option<&Self>, flow: &str) -> bool {
+        own.is_none_or(|o| {
+            o.may_write()
+                && o.is_assigned(&WorkItem::Duties {
+                    flow: flow.to_string(),
+                })
+        })
+    }
+
     /// Changes each time the membership was lost.
     pub fn lost_epoch(&self) -> u64 {
         self.lock().lost_epoch

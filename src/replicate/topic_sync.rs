@@ -25,7 +25,6 @@ use tokio::sync::watch;
 use super::flow::{EFFECTIVE_CONFIGS, REPLICABLE_CONFIGS};
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
-use crate::assignment::WorkItem;
 use crate::client::admin::acl;
 use crate::client::{AclBinding, Cluster, ConfigOp};
 use crate::config::{FlowConfig, FlowMode, NamingPolicy};
@@ -168,11 +167,7 @@ impl TopicSync {
     /// Whether this instance does the flow's duties and may write now (scale-out: it owns the
     /// duties unit and its membership lease is valid), as for heartbeats and checkpoints.
     fn active(&self) -> bool {
-        let Some(own) = &self.ownership else {
-            return true;
-        };
-        let item = WorkItem::Duties { flow: self.name() };
-        own.may_write() && own.is_assigned(&item)
+        Ownership::does_duties(self.ownership.as_deref(), &self.name())
     }
 
     /// Runs until `shutdown` turns true.

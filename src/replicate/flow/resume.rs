@@ -495,9 +495,10 @@ impl Flow {
             }
             if copy_matches(b, &out.batch, writer) == Some(false) {
                 return Ok(Err(format!(
-                    "the batch at target offsets {base}..{} is not a copy of the source records now at offsets {first}..{} (another CRC): the source log was truncated by an unclean leader election while strait was not reading it, and other records were written at those offsets since",
+                    "the batch at target offsets {base}..{} is not a copy of the source records now at offsets {first}..{} of cluster {}, topic {topic} (another CRC): the source log was truncated by an unclean leader election while strait was not reading it, and other records were written at those offsets since",
                     base.saturating_add(span),
-                    out.source_next
+                    out.source_next,
+                    self.source.name()
                 )));
             }
             if let Err(e) = record_acked(map, &out, base) {
