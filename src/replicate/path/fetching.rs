@@ -32,7 +32,9 @@ impl DataPath {
             return Vec::new(); // backpressure: the target is slower
         }
         let busy: Vec<i32> = self.fetching.iter().map(|f| f.leader).collect();
-        let max_bytes = self.cfg.fetch_max_bytes.min(cap as i32).max(1 << 16);
+        let share = i32::try_from(cap)
+            .unwrap_or(i32::MAX)
+            .min(self.cfg.fetch_max_bytes);
         // The broker fills a response in request order until `fetch_max_bytes`: partitions with
         // the least queued go first (ties rotate each round), so every partition has a batch
         // for the next Produce request instead of a few partitions taking every response.
@@ -97,7 +99,7 @@ impl DataPath {
                     offset: st.planner.next_offset(),
                     current_leader_epoch: epoch,
                     last_fetched_epoch: st.planner.last_fetched_epoch(),
-                    max_bytes,
+                    max_bytes: share.max(i32::try_from(st.largest_batch).unwrap_or(i32::MAX)),
                 });
         }
         let max_bytes = self.budget_share(budget, by_leader.len());
@@ -253,6 +255,7 @@ impl DataPath {
                     self.obs
                         .batch_fetched(flow, &key.0, out.batch.max_timestamp(), now_ms);
                     st.queued_bytes += out.batch.len();
+                    st.largest_batch = st.largest_batch.max(out.batch.len());
                     self.traffic.fetched_batches += 1;
                     self.traffic.fetched_bytes += out.batch.len() as u64;
                     st.queue.push_back(out);

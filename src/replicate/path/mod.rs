@@ -36,6 +36,11 @@ use timers::TimerTable;
 /// an idempotent producer is 5).
 pub const MAX_IN_FLIGHT: usize = 5;
 
+/// The least a partition's share of the buffer is, however many partitions share it: a
+/// typical batch (strait's bench writes 64 KiB batches; a partition whose batches are larger
+/// is asked for its largest).
+pub const MIN_PARTITION_SHARE: usize = 64 << 10;
+
 /// Requests in flight from which a Produce request that is not full is held back.
 pub const HOLD_BELOW_IN_FLIGHT: usize = 2;
 
@@ -415,9 +420,16 @@ impl DataPath {
         RequestId(self.next_id)
     }
 
-    /// Per-partition share of the buffer.
+    /// Per-partition share of the buffer (at least [`MIN_PARTITION_SHARE`]): a partition is
+    /// fetched from while it has less than this queued, and a Fetch asks each partition for
+    /// this much (or its largest batch, if larger).
+    ///
+    /// So the buffer holds batches of every partition, not a few partitions' worth of whole
+    /// Fetch answers, and each Produce request (one batch per partition) carries a batch of
+    /// every partition: over a link with a long round trip, what is on its way is bounded by
+    /// [`MAX_IN_FLIGHT`] requests, so their size is what fills the link.
     fn per_partition_cap(&self) -> usize {
-        (self.cfg.buffer_bytes / self.parts.len().max(1)).max(1 << 20)
+        (self.cfg.buffer_bytes / self.parts.len().max(1)).max(MIN_PARTITION_SHARE)
     }
 }
 

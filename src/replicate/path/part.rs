@@ -73,6 +73,9 @@ pub struct PartState {
     /// The source leader epoch of the batch holding the last offset below the acknowledged
     /// position (-1: none read yet).
     pub acked_epoch: i32,
+    /// The largest batch fetched so far (bytes): a Fetch asks the partition for at least this
+    /// much, so a batch above the partition's share of the buffer still comes whole.
+    pub largest_batch: usize,
 }
 
 /// What a new [`PartState`] starts from.
@@ -157,6 +160,7 @@ impl PartState {
             beyond_end: 0,
             awaiting_log_start: false,
             acked_epoch: start.leader_epoch.unwrap_or(-1),
+            largest_batch: 0,
         }
     }
 

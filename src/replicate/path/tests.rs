@@ -1083,3 +1083,71 @@ proptest! {
         prop_assert!(done || stopped, "not complete and nothing stopped");
     }
 }
+
+#[test]
+fn produce_requests_carry_a_batch_of_every_partition_from_a_backlog() {
+    // 16 partitions with a backlog above the buffer, on two target leaders (even and odd
+    // partitions); the source answers at once and the target is slow (one answer at a time,
+    // with MAX_IN_FLIGHT requests out), as over a long link. Each partition gets its share of
+    // the buffer, so the buffer holds batches of every partition and each Produce request
+    // (one batch per partition) carries about as many partitions as its leader has: what is
+    // on its way is MAX_IN_FLIGHT requests, so their size is the throughput.
+    let mut sim = Sim::new(16, 40, 1000, 2 << 20);
+    sim.path.cfg.fetch_max_bytes = 512 << 10;
+    sim.fetch_max_bytes = 512 << 10;
+    let mut done = false;
+    for _ in 0..20_000 {
+        sim.now += Duration::from_millis(1);
+        sim.poll();
+        // The source answers every outstanding Fetch at once (an answer may bring more).
+        for _ in 0..2 {
+            while sim.answer_fetch(0) {}
+            sim.poll();
+        }
+        sim.check();
+        sim.answer_produce(); // the target: one answer a step
+        if sim.produces.is_empty() && sim.complete() {
+            done = true;
+            break;
+        }
+    }
+    assert!(done, "every partition copied");
+    let t = &sim.path.traffic;
+    let per_request = t.produced_batches as f64 / t.produces as f64;
+    assert!(
+        per_request >= 6.0,
+        "{} batches in {} requests: {per_request:.1} a request, of 8 partitions a leader",
+        t.produced_batches,
+        t.produces
+    );
+}
+
+#[test]
+fn a_partition_is_asked_for_its_largest_batch_when_it_is_above_its_share() {
+    // 64 partitions share 1 MiB: 16 KiB each, so the floor of 64 KiB applies. Their batches
+    // are about 80 KB: once one is seen, the partition is asked for that much, so its batches
+    // come whole wherever it stands in the request.
+    let mut sim = Sim::new(64, 3, 4000, 1 << 20);
+    let mut above = 0;
+    for _ in 0..10_000 {
+        sim.now += Duration::from_millis(1);
+        sim.poll();
+        for spec in sim.fetches.iter().flat_map(|f| f.specs.iter()) {
+            let st = &sim.path.parts[&(spec.topic.clone(), spec.partition)];
+            let expected = st.largest_batch.max(MIN_PARTITION_SHARE);
+            assert_eq!(
+                spec.max_bytes as usize, expected,
+                "partition {}",
+                spec.partition
+            );
+            above += usize::from(spec.max_bytes as usize > MIN_PARTITION_SHARE);
+        }
+        while sim.answer_fetch(0) {}
+        while sim.answer_produce() {}
+        if sim.complete() {
+            break;
+        }
+    }
+    assert!(sim.complete());
+    assert!(above > 0, "no partition was asked for more than its share");
+}
