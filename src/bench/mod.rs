@@ -706,3 +706,71 @@ async fn paced_and_probed(
         machine_busy,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Recompress;
+
+    fn options(recompress: Option<Recompress>) -> BenchOptions {
+        BenchOptions {
+            source: "127.0.0.1:1".into(),
+            target: "127.0.0.1:2".into(),
+            local_brokers: true,
+            exe: "strait".into(),
+            topic: "bench.t".into(),
+            partitions: 4,
+            records: 10,
+            shape: data::DataShape {
+                record_bytes: 10,
+                key_spread: 1,
+                codec: crate::records::Compression::None,
+                batch_bytes: 1024,
+            },
+            replication_factor: 1,
+            latency_seconds: 0.0,
+            latency_rate_mb_per_s: None,
+            buffer_bytes: None,
+            fetch_max_bytes: None,
+            fetch_max_wait_ms: None,
+            max_bytes_per_second: None,
+            recompress,
+            idle_seconds: 0.0,
+            link_rtt_ms: None,
+            work_dir: "/tmp/x".into(),
+            strait_log: "warn".into(),
+            broker_pids: None,
+        }
+    }
+
+    #[test]
+    fn recompress_reaches_the_generated_configuration() {
+        for (set, want) in [
+            (None, Recompress::None),
+            (Some(Recompress::None), Recompress::None),
+            (Some(Recompress::Zstd), Recompress::Zstd),
+        ] {
+            let text = strait_config(&options(set), "bench.t");
+            let config = crate::config::parse_toml(&text, "bench.toml").expect("valid");
+            assert_eq!(config.flows[0].recompress, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn topic_log_bytes_sums_the_topics_segments_only() {
+        let dir = std::env::temp_dir().join(format!("strait-log-bytes-{}", std::process::id()));
+        let write = |rel: &str, n: usize| {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+            std::fs::write(p, vec![0u8; n]).expect("file");
+        };
+        write("data1/source.t-0/00000000000000000000.log", 100);
+        write("data1/source.t-0/00000000000000000000.index", 7);
+        write("data1/source.t-1/00000000000000000000.log", 20);
+        write("data1/source.t-ceiling-0/00000000000000000000.log", 1000);
+        write("data1/other-0/00000000000000000000.log", 1000);
+        assert_eq!(topic_log_bytes(&dir, "source.t"), 120);
+        assert_eq!(topic_log_bytes(&dir, "missing"), 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
