@@ -174,6 +174,15 @@ impl LocalBroker {
         &self.name
     }
 
+    /// The directory an Apache Kafka broker keeps its files in (its log directories are
+    /// below it); `None` for nisshi (in memory).
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        match &self.backend {
+            Backend::Kafka(c) => Some(c.dir().to_path_buf()),
+            Backend::Nisshi(_) => None,
+        }
+    }
+
     /// Its `host:port`.
     pub fn addr(&self) -> &str {
         &self.addr

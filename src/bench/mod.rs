@@ -92,6 +92,8 @@ pub struct BenchOptions {
     pub broker_pids: Option<(u32, u32)>,
     /// strait's `max_bytes_per_second`, if capped.
     pub max_bytes_per_second: Option<u64>,
+    /// strait's `recompress`, if set.
+    pub recompress: Option<crate::config::Recompress>,
     /// Seconds strait is left running idle after the backlog, its CPU measured (0: none).
     pub idle_seconds: f64,
     /// The round trip of the delay link the target is behind (`--link-rtt-ms`), if any.
@@ -105,6 +107,35 @@ pub const FLOOR_MIN_BYTES: u64 = 2_000_000_000;
 /// The remote topic strait writes for `topic` under the generated configuration.
 pub fn remote_topic(topic: &str) -> String {
     format!("{SOURCE_ALIAS}.{topic}")
+}
+
+/// Bytes of the `.log` segment files of `topic`'s partitions under a broker's data directory
+/// `dir` (searched two levels deep: `dir/<log dir>/<topic>-<partition>/`); 0 when none.
+pub fn topic_log_bytes(dir: &std::path::Path, topic: &str) -> u64 {
+    let prefix = format!("{topic}-");
+    let is_partition = |name: &str| {
+        name.strip_prefix(&prefix)
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let entries = |d: &std::path::Path| -> Vec<std::fs::DirEntry> {
+        std::fs::read_dir(d)
+            .map(|r| r.flatten().collect())
+            .unwrap_or_default()
+    };
+    let mut total = 0;
+    for log_dir in entries(dir).into_iter().filter(|e| e.path().is_dir()) {
+        for part in entries(&log_dir.path()) {
+            if !is_partition(&part.file_name().to_string_lossy()) {
+                continue;
+            }
+            for f in entries(&part.path()) {
+                if f.path().extension().is_some_and(|x| x == "log") {
+                    total += f.metadata().map(|m| m.len()).unwrap_or(0);
+                }
+            }
+        }
+    }
+    total
 }
 
 /// The strait configuration the bench runs: one flow of exactly `topic`, defaults otherwise.
@@ -124,6 +155,9 @@ pub fn strait_config(opts: &BenchOptions, topic: &str) -> String {
     }
     if let Some(r) = opts.max_bytes_per_second {
         flow.push_str(&format!("max_bytes_per_second = {r}\n"));
+    }
+    if let Some(r) = opts.recompress {
+        flow.push_str(&format!("recompress = \"{}\"\n", r.name()));
     }
     format!(
         "[clusters.{SOURCE_ALIAS}]\nbootstrap_servers = [{}]\nreplication_factor = {rf}\n\n\
@@ -671,4 +705,72 @@ async fn paced_and_probed(
         latency,
         machine_busy,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Recompress;
+
+    fn options(recompress: Option<Recompress>) -> BenchOptions {
+        BenchOptions {
+            source: "127.0.0.1:1".into(),
+            target: "127.0.0.1:2".into(),
+            local_brokers: true,
+            exe: "strait".into(),
+            topic: "bench.t".into(),
+            partitions: 4,
+            records: 10,
+            shape: data::DataShape {
+                record_bytes: 10,
+                key_spread: 1,
+                codec: crate::records::Compression::None,
+                batch_bytes: 1024,
+            },
+            replication_factor: 1,
+            latency_seconds: 0.0,
+            latency_rate_mb_per_s: None,
+            buffer_bytes: None,
+            fetch_max_bytes: None,
+            fetch_max_wait_ms: None,
+            max_bytes_per_second: None,
+            recompress,
+            idle_seconds: 0.0,
+            link_rtt_ms: None,
+            work_dir: "/tmp/x".into(),
+            strait_log: "warn".into(),
+            broker_pids: None,
+        }
+    }
+
+    #[test]
+    fn recompress_reaches_the_generated_configuration() {
+        for (set, want) in [
+            (None, Recompress::None),
+            (Some(Recompress::None), Recompress::None),
+            (Some(Recompress::Zstd), Recompress::Zstd),
+        ] {
+            let text = strait_config(&options(set), "bench.t");
+            let config = crate::config::parse_toml(&text, "bench.toml").expect("valid");
+            assert_eq!(config.flows[0].recompress, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn topic_log_bytes_sums_the_topics_segments_only() {
+        let dir = std::env::temp_dir().join(format!("strait-log-bytes-{}", std::process::id()));
+        let write = |rel: &str, n: usize| {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+            std::fs::write(p, vec![0u8; n]).expect("file");
+        };
+        write("data1/source.t-0/00000000000000000000.log", 100);
+        write("data1/source.t-0/00000000000000000000.index", 7);
+        write("data1/source.t-1/00000000000000000000.log", 20);
+        write("data1/source.t-ceiling-0/00000000000000000000.log", 1000);
+        write("data1/other-0/00000000000000000000.log", 1000);
+        assert_eq!(topic_log_bytes(&dir, "source.t"), 120);
+        assert_eq!(topic_log_bytes(&dir, "missing"), 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

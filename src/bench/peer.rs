@@ -426,6 +426,7 @@ mod tests {
             fetch_max_bytes: None,
             fetch_max_wait_ms: None,
             max_bytes_per_second: None,
+            recompress: None,
             idle_seconds: 0.0,
             link_rtt_ms: None,
             work_dir: "/tmp/x".into(),

@@ -61,6 +61,11 @@ pub struct BenchArgs {
     /// the rate the cap let through.
     #[arg(long)]
     pub max_bytes_per_second: Option<u64>,
+    /// strait's `recompress` (`none` or `zstd`; default: strait's default, none): with local
+    /// Apache Kafka brokers the remote topic's size on the target's disk is printed after the
+    /// report.
+    #[arg(long)]
+    pub recompress: Option<strait::config::Recompress>,
     /// Seconds to leave strait running idle after the backlog, its CPU share measured (the
     /// 1 000-partition idle goal; 0 skips it).
     #[arg(long, default_value_t = 0.0)]
@@ -173,6 +178,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         strait_log: args.strait_log.clone(),
         broker_pids: (local.len() == 2).then(|| (local[0].pid(), local[1].pid())),
         max_bytes_per_second: args.max_bytes_per_second.filter(|r| *r > 0),
+        recompress: args.recompress,
         idle_seconds: args.idle_secs.max(0.0),
         link_rtt_ms: link_rtt.map(|d| d.as_secs_f64() * 1000.0),
     };
@@ -200,6 +206,11 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
                 Err(e) => report = Err(e),
             }
         }
+    }
+    if let (Ok(_), Some(dir)) = (&report, local.get(1).and_then(|b| b.data_dir())) {
+        let remote = strait::bench::remote_topic(&opts.topic);
+        let bytes = strait::bench::topic_log_bytes(&dir, &remote);
+        eprintln!("target topic {remote}: {bytes} bytes in its log segments on disk");
     }
     drop(local);
     drop(link);

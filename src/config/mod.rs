@@ -113,6 +113,7 @@ use std::time::Duration;
 
 // Types of the model's fields, defined beside the code that uses them.
 pub use crate::mirror::{GroupFilter, GroupFilters};
+pub use crate::records::recompress::Recompress;
 pub use crate::sasl::{SaslMechanism, SaslSettings};
 pub use crate::secret::{Secret, SecretSource};
 pub use crate::tls::TlsSettings;
@@ -474,6 +475,9 @@ pub struct FlowConfig {
     /// Bandwidth cap of the flow in record bytes fetched per second (default `None`:
     /// unlimited); bursts up to one second's worth.
     pub max_bytes_per_second: Option<u64>,
+    /// What uncompressed source batches become on the target (default
+    /// [`Recompress::None`]: forwarded as they came; `zstd` for metered links).
+    pub recompress: Recompress,
     /// Mirror flows: the link name (default the flow name, `source->target`).
     pub link: Option<String>,
     /// Mirror flows: sync consumer offsets of mirrored topics into the target (default true).
@@ -525,6 +529,7 @@ impl FlowConfig {
             fetch_max_bytes: 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),
             max_bytes_per_second: None,
+            recompress: Recompress::None,
             link: None,
             consumer_offset_sync: true,
             consumer_offset_sync_interval: Duration::from_secs(5),

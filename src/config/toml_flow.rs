@@ -11,7 +11,9 @@ use super::toml::{
     dotted_name, misplaced_hint, toml_bool, toml_duration, toml_str, unknown_key, wrong_type,
 };
 use super::validate::validate_values;
-use super::{ConfigFormat, FlowConfig, FlowMode, NamingPolicy, Takeover, DEFAULT_SEPARATOR};
+use super::{
+    ConfigFormat, FlowConfig, FlowMode, NamingPolicy, Recompress, Takeover, DEFAULT_SEPARATOR,
+};
 
 /// The flow durations, by field name (each is a TOML key with `_secs` or `_ms`).
 const FLOW_DURATIONS: &[&str] = &[
@@ -66,6 +68,7 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "buffer_bytes",
     "fetch_max_bytes",
     "max_bytes_per_second",
+    "recompress",
     "link",
     "consumer_offset_sync",
     "consumer_offset_sync_interval_secs",
@@ -259,6 +262,7 @@ fn apply_flow_value(
         "buffer_bytes" => flow.buffer_bytes = toml_buffer_bytes(file, path, v)?,
         "fetch_max_bytes" => flow.fetch_max_bytes = toml_fetch_max_bytes(file, path, v)?,
         "max_bytes_per_second" => flow.max_bytes_per_second = Some(toml_size(file, path, v)?),
+        "recompress" => flow.recompress = toml_recompress(file, path, v)?,
         "takeover_from" => flow.takeover_from = toml_takeover(file, path, v)?,
         "takeover_offsets_topic" => {
             flow.takeover_offsets_topic = Some(toml_str(file, path, v)?.trim().to_string())
@@ -336,6 +340,15 @@ fn toml_takeover(file: &str, path: &str, v: &toml::Value) -> Result<Option<Takeo
                 .allowed("mm2 (MirrorMaker 2), none"),
         ),
     }
+}
+
+/// `recompress`: `none` (the default) or `zstd`, in any case.
+fn toml_recompress(file: &str, path: &str, v: &toml::Value) -> Result<Recompress, ConfigError> {
+    const ALLOWED: &str = "none, zstd";
+    toml_str(file, path, v)
+        .map_err(|e| e.allowed(ALLOWED))?
+        .parse()
+        .map_err(|e: String| ConfigError::new(file, path, e).allowed(ALLOWED))
 }
 
 /// A number of records: a non-negative integer.
@@ -634,6 +647,38 @@ naming = "identity"
             "clusters.a.request_timeout_secs",
             "zero",
             Some("seconds"),
+        );
+    }
+
+    #[test]
+    fn toml_recompress_layers_and_rejects_other_codecs() {
+        let c = toml_with(
+            "[defaults]\nrecompress = \"ZSTD\"\n[[flows]]\nsource = \"a\"\ntarget = \"b\"\n[[flows]]\nsource = \"b\"\ntarget = \"a\"\nrecompress = \"none\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.flows[0].recompress, Recompress::Zstd, "from [defaults]");
+        assert_eq!(c.flows[1].recompress, Recompress::None, "the flow's own");
+        let plain = toml_with("[[flows]]\nsource = \"a\"\ntarget = \"b\"\n").unwrap();
+        assert_eq!(
+            plain.flows[0].recompress,
+            Recompress::None,
+            "off by default"
+        );
+        let e = toml_err("[defaults]\nrecompress = \"lz4\"\n");
+        check(
+            &e,
+            "test.toml",
+            "defaults.recompress",
+            "unknown recompress codec `lz4`",
+            Some("none, zstd"),
+        );
+        let e = toml_err("[[flows]]\nsource = \"a\"\ntarget = \"b\"\nrecompress = true\n");
+        check(
+            &e,
+            "test.toml",
+            "flows[0].recompress",
+            "expected a string",
+            Some("zstd"),
         );
     }
 

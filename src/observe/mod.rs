@@ -51,6 +51,8 @@ pub mod names {
     pub const BUFFERED: &str = "strait_buffered_bytes";
     /// Gauge: 1 when the flow reached both clusters {flow}.
     pub const CONNECTED: &str = "strait_flow_connected";
+    /// Counter: batch bytes `recompress` saved (fetched size minus size sent) by flow.
+    pub const RECOMPRESS_SAVED: &str = "strait_recompress_saved_bytes_total";
     /// Gauge: process resident memory.
     pub const RSS: &str = "process_resident_memory_bytes";
 }
@@ -72,6 +74,8 @@ const H_LOST: &str =
     "Source records deleted (by retention) before they could be replicated; never on the target.";
 const H_BUFFERED: &str = "Record batch bytes fetched and not yet acknowledged by the target.";
 const H_CONNECTED: &str = "1 when the flow reached both its clusters.";
+const H_RECOMPRESS_SAVED: &str =
+    "Batch bytes saved by recompress: size as fetched minus size re-compressed.";
 const H_RSS: &str = "Resident memory size in bytes.";
 
 /// Which end of a flow.
@@ -160,6 +164,7 @@ impl Observer {
             (names::LOST, H_LOST, Kind::Counter),
             (names::BUFFERED, H_BUFFERED, Kind::Gauge),
             (names::CONNECTED, H_CONNECTED, Kind::Gauge),
+            (names::RECOMPRESS_SAVED, H_RECOMPRESS_SAVED, Kind::Counter),
         ] {
             registry.describe(name, help, kind);
         }
@@ -347,6 +352,16 @@ impl Observer {
             H_LOST,
             &[("flow", flow), ("topic", topic)],
             records,
+        );
+    }
+
+    /// A batch of a flow re-compressed (`recompress`) from `before` to `after` bytes.
+    pub fn recompressed(&self, flow: &str, before: u64, after: u64) {
+        self.registry.counter_add(
+            names::RECOMPRESS_SAVED,
+            H_RECOMPRESS_SAVED,
+            &[("flow", flow)],
+            before.saturating_sub(after),
         );
     }
 

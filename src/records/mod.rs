@@ -2,12 +2,13 @@
 //! decoding/encoding, legacy conversion and Apache Kafka's produce-side rules.
 //!
 //! Nothing here does I/O, and the forwarding path ([`batch::split`], [`batch::RecordBatch::rewrite`])
-//! never copies or decodes a records payload.
+//! never copies or decodes a records payload (unless a flow asks for [`recompress`]ion).
 
 pub mod batch;
 pub mod codec;
 pub mod crc;
 pub mod legacy;
+pub mod recompress;
 pub mod record;
 pub mod rules;
 

@@ -324,6 +324,7 @@ impl Flow {
             fetch_max_wait: cfg.fetch_max_wait,
             mirrored: cfg.mode == FlowMode::Mirror,
             max_bytes_per_second: cfg.max_bytes_per_second,
+            recompress: cfg.recompress,
         }
     }
 
@@ -490,6 +491,9 @@ impl Flow {
             produces = t.produces,
             produced_batches = t.produced_batches,
             produced_bytes = t.produced_bytes,
+            recompressed_batches = t.recompressed_batches,
+            recompressed_from_bytes = t.recompressed_bytes.0,
+            recompressed_to_bytes = t.recompressed_bytes.1,
             "stopped"
         );
         Ok(())

@@ -640,6 +640,53 @@ mod writer_tests {
         );
     }
 
+    #[test]
+    fn a_batch_strait_recompressed_is_paired_by_its_count_not_its_crc() {
+        use crate::records::recompress::{recompress, Recompress};
+        let writer = w(77, 120);
+        let values: Vec<String> = (0..40)
+            .map(|i| format!("reading {i} of sensor 7"))
+            .collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let sent = planned(&values, Some(writer));
+        let zstd = recompress(&sent, Recompress::Zstd).expect("text shrinks");
+        // As the broker stores it: another base offset and leader epoch, nothing else.
+        let stored = zstd.rewrite(&HeaderRewrite {
+            base_offset: Some(900),
+            partition_leader_epoch: Some(12),
+            ..HeaderRewrite::default()
+        });
+        let found = OwnBatch {
+            base_offset: 900,
+            span: 40,
+            repeat: false,
+            base_sequence: 120,
+            crc: stored.crc(),
+            attributes: stored.attributes(),
+        };
+        // The take-up plans the source without re-compressing: the CRCs differ, so only the
+        // record count pairs them (no "another CRC" refusal)...
+        let again = planned(&values, None);
+        assert_ne!(again.crc(), found.crc);
+        assert_eq!(copy_matches(&found, &again, writer), None);
+        assert_eq!(again.records_count(), 40);
+        // ...even for other records, which the count cannot tell apart either.
+        let mut other = values.clone();
+        other[3] = "x";
+        assert_eq!(copy_matches(&found, &planned(&other, None), writer), None);
+        // A batch forwarded as it came (zstd did not make it smaller) keeps the CRC check.
+        let kept = OwnBatch {
+            crc: sent.crc(),
+            attributes: sent.attributes(),
+            ..found
+        };
+        assert_eq!(copy_matches(&kept, &again, writer), Some(true));
+        assert_eq!(
+            copy_matches(&kept, &planned(&other, None), writer),
+            Some(false)
+        );
+    }
+
     proptest! {
         #[test]
         fn records_round_trip(id in 0i64..i64::MAX, epoch in 0i16..i16::MAX, seq in 0i32..i32::MAX, start in 0i64..1_000_000) {

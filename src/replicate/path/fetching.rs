@@ -2,9 +2,11 @@
 //! answers become (batches queued for the target, errors, positions out of range).
 
 use super::*;
+use crate::forward::plan::Outgoing;
 use crate::forward::PartitionPlanner;
 use crate::protocol::error_code;
 use crate::protocol::fetch::{EpochEndOffset, FetchedPartition, READ_COMMITTED};
+use crate::records::recompress::recompress;
 
 impl DataPath {
     /// Fetch requests to write now: one to every source leader that has none outstanding, for
@@ -251,13 +253,21 @@ impl DataPath {
             Ok(plan) => {
                 let now_ms = crate::replicate::store::now_ms();
                 let n = plan.outgoing.len();
-                for out in plan.outgoing {
+                for mut out in plan.outgoing {
                     self.obs
                         .batch_fetched(flow, &key.0, out.batch.max_timestamp(), now_ms);
-                    st.queued_bytes += out.batch.len();
+                    // As fetched (before any re-compression): what a Fetch must ask for.
                     st.largest_batch = st.largest_batch.max(out.batch.len());
                     self.traffic.fetched_batches += 1;
                     self.traffic.fetched_bytes += out.batch.len() as u64;
+                    if self.cfg.recompress != Recompress::None {
+                        if let Some((before, after)) =
+                            recompress_queued(&mut out, self.cfg.recompress, &mut self.traffic)
+                        {
+                            self.obs.recompressed(flow, before, after);
+                        }
+                    }
+                    st.queued_bytes += out.batch.len();
                     st.queue.push_back(out);
                 }
                 if st.queue.is_empty() && st.planner.next_offset() > st.map.source_next() {
@@ -323,6 +333,22 @@ impl DataPath {
             }
         }
     }
+}
+
+/// Replaces `out`'s batch by its re-compressed form when [`recompress`] makes it smaller, and
+/// counts it in `traffic`; returns its sizes before and after.
+fn recompress_queued(
+    out: &mut Outgoing,
+    to: Recompress,
+    traffic: &mut Traffic,
+) -> Option<(u64, u64)> {
+    let smaller = recompress(&out.batch, to)?;
+    let sizes = (out.batch.len() as u64, smaller.len() as u64);
+    traffic.recompressed_batches += 1;
+    traffic.recompressed_bytes.0 += sizes.0;
+    traffic.recompressed_bytes.1 += sizes.1;
+    out.batch = smaller;
+    Some(sizes)
 }
 
 /// The one line saying that the source log of `at` (topic, partition, position read up to)

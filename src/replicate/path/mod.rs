@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use crate::observe::Observer;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use crate::protocol::produce::ProduceTopic;
+use crate::records::recompress::Recompress;
 use crate::replicate::progress::Stored;
 use timers::TimerTable;
 
@@ -84,6 +85,8 @@ pub struct PathSettings {
     pub mirrored: bool,
     /// The flow's bandwidth cap on fetched record bytes (`None`: unlimited).
     pub max_bytes_per_second: Option<u64>,
+    /// What uncompressed batches become before they are queued for the target.
+    pub recompress: Recompress,
 }
 
 /// Leaders and connections as the clients know them now, without asking any broker.
@@ -221,6 +224,10 @@ pub struct Traffic {
     pub produced_batches: u64,
     /// Bytes of those.
     pub produced_bytes: u64,
+    /// Batches re-compressed (`recompress`) before they were queued.
+    pub recompressed_batches: u64,
+    /// Bytes those batches had as fetched, and have re-compressed.
+    pub recompressed_bytes: (u64, u64),
 }
 
 /// The data path's deadlines.
