@@ -184,6 +184,12 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
     };
     let progress = |line: &str| eprintln!("{line} ...");
     let mut report = strait::bench::run(&opts, &progress).await;
+    // Before the latency phases: they replace the local brokers with fresh ones.
+    if let (Ok(_), Some(dir)) = (&report, local.get(1).and_then(|b| b.data_dir())) {
+        let remote = strait::bench::remote_topic(&opts.topic);
+        let bytes = strait::bench::topic_log_bytes(&dir, &remote);
+        eprintln!("target topic {remote}: {bytes} bytes in its log segments on disk");
+    }
     if let (Ok(r), Some(Peer::Mm2)) = (&mut report, args.peer) {
         match strait::bench::peer::run_mm2(&opts, r.fill.records, r.fill.bytes, &progress).await {
             Ok(p) => r.peer = Some(p),
@@ -206,11 +212,6 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
                 Err(e) => report = Err(e),
             }
         }
-    }
-    if let (Ok(_), Some(dir)) = (&report, local.get(1).and_then(|b| b.data_dir())) {
-        let remote = strait::bench::remote_topic(&opts.topic);
-        let bytes = strait::bench::topic_log_bytes(&dir, &remote);
-        eprintln!("target topic {remote}: {bytes} bytes in its log segments on disk");
     }
     drop(local);
     drop(link);
