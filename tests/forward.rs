@@ -9,9 +9,8 @@ mod support;
 
 use std::time::Duration;
 
-use strait::client::{Cluster, ClusterConfig, LATEST};
-use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
-use strait::records::{split, Entry};
+use strait::client::{Cluster, ClusterConfig};
+use support::data::raw_batches;
 use support::{consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestRecord};
 
 const RECORDS_PER_CODEC: usize = 100_000;
@@ -38,50 +37,6 @@ fn test_records(codec: &str) -> Vec<TestRecord> {
             timestamp: Some(1_700_000_000_000 + i as i64),
         })
         .collect()
-}
-
-/// Every batch of a partition, read with strait's client.
-async fn raw_batches(
-    cluster: &Cluster,
-    topic: &str,
-    partition: i32,
-) -> Vec<strait::records::RecordBatch> {
-    let end = cluster
-        .list_offsets(topic, &[partition], LATEST)
-        .await
-        .expect("end")[0]
-        .1;
-    let mut out = Vec::new();
-    let mut offset = 0;
-    while offset < end {
-        let (leader, epoch) = cluster.leader(topic, partition).await.expect("leader");
-        let spec = FetchPartitionSpec {
-            topic: topic.into(),
-            partition,
-            offset,
-            current_leader_epoch: epoch,
-            last_fetched_epoch: -1,
-            max_bytes: 4 << 20,
-        };
-        let resp = cluster
-            .fetch(leader, &[spec], &FetchLimits::default())
-            .await
-            .expect("fetch");
-        let p = &resp.partitions[0];
-        assert_eq!(p.error_code, 0);
-        for e in split(p.records.clone()) {
-            match e.expect("batch") {
-                Entry::V2(b) => {
-                    if b.base_offset() >= offset {
-                        offset = b.next_offset();
-                        out.push(b);
-                    }
-                }
-                Entry::Legacy(_) => panic!("legacy batch from the broker"),
-            }
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

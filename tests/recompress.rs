@@ -13,11 +13,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use strait::client::{Cluster, ClusterConfig, LATEST};
-use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
+use strait::client::{Cluster, ClusterConfig};
 use strait::records::codec::decompress;
-use strait::records::{split, Compression, Entry, RecordBatch};
-use support::data::{produce_records_with, watermarks, ProduceOptions};
+use strait::records::{Compression, RecordBatch};
+use support::data::{produce_records_with, raw_batches, watermarks, ProduceOptions};
 use support::kafka::{start_kafka, KafkaCluster};
 use support::{consume_all, create_topic, topic_name, Codec, OwnedRecord, StraitRun, TestRecord};
 
@@ -84,46 +83,6 @@ fn on_target(b: &str) -> usize {
                 .sum::<usize>()
         })
         .sum()
-}
-
-/// Every batch of a partition, read with strait's client.
-async fn raw_batches(cluster: &Cluster, topic: &str, partition: i32) -> Vec<RecordBatch> {
-    let end = cluster
-        .list_offsets(topic, &[partition], LATEST)
-        .await
-        .expect("end")[0]
-        .1;
-    let mut out = Vec::new();
-    let mut offset = 0;
-    while offset < end {
-        let (leader, epoch) = cluster.leader(topic, partition).await.expect("leader");
-        let spec = FetchPartitionSpec {
-            topic: topic.into(),
-            partition,
-            offset,
-            current_leader_epoch: epoch,
-            last_fetched_epoch: -1,
-            max_bytes: 4 << 20,
-        };
-        let resp = cluster
-            .fetch(leader, &[spec], &FetchLimits::default())
-            .await
-            .expect("fetch");
-        let p = &resp.partitions[0];
-        assert_eq!(p.error_code, 0);
-        for e in split(p.records.clone()) {
-            match e.expect("batch") {
-                Entry::V2(b) => {
-                    if b.base_offset() >= offset {
-                        offset = b.next_offset();
-                        out.push(b);
-                    }
-                }
-                Entry::Legacy(_) => panic!("legacy batch from the broker"),
-            }
-        }
-    }
-    out
 }
 
 /// The records of the uncompressed topic arrived in zstd batches holding the source's records
