@@ -195,6 +195,23 @@ pub struct BatchIter {
     failed: bool,
 }
 
+/// The bytes of `blob`'s complete entries, read from their length fields only: what is left
+/// after them is the partial last batch a broker leaves when it cuts an answer at `max_bytes`
+/// (fetched again by the next request). A blob that cannot be split counts as complete.
+pub fn complete_len(blob: &[u8]) -> usize {
+    let mut pos = 0;
+    while let Some(rest) = blob.get(pos..).filter(|r| r.len() >= LOG_OVERHEAD) {
+        let Ok(len) = usize::try_from(be_i32(rest, BATCH_LENGTH)) else {
+            return blob.len(); // not a length: the planner reports the blob's error
+        };
+        if rest.len() < LOG_OVERHEAD + len {
+            break;
+        }
+        pos += LOG_OVERHEAD + len;
+    }
+    pos
+}
+
 /// Splits `blob` into entries; see [`BatchIter`].
 pub fn split(blob: Bytes) -> BatchIter {
     BatchIter {
@@ -568,6 +585,30 @@ mod tests {
         let crc = crc32c::crc32c(&b[ATTRIBUTES..]);
         b[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
         Bytes::from(b)
+    }
+
+    #[test]
+    fn complete_len_leaves_out_a_cut_last_batch() {
+        let a = tiny_batch(0, 3);
+        let b = tiny_batch(3, 2);
+        let whole = [a.as_ref(), b.as_ref()].concat();
+        assert_eq!(complete_len(&whole), whole.len());
+        assert_eq!(complete_len(&[]), 0);
+        for cut in [
+            1,
+            LOG_OVERHEAD - 1,
+            LOG_OVERHEAD,
+            LOG_OVERHEAD + 1,
+            b.len() - 1,
+        ] {
+            let blob = [a.as_ref(), &b[..cut]].concat();
+            assert_eq!(complete_len(&blob), a.len(), "cut at {cut}");
+            assert_eq!(complete_len(&b[..cut]), 0, "cut at {cut}");
+        }
+        // Not a length: left to the planner, which names the error.
+        let mut bad = whole.clone();
+        bad[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&(-5i32).to_be_bytes());
+        assert_eq!(complete_len(&bad), bad.len());
     }
 
     #[test]

@@ -488,6 +488,7 @@ impl Flow {
             incremental_fetches = t.incremental_fetches,
             fetched_batches = t.fetched_batches,
             fetched_bytes = t.fetched_bytes,
+            cut_bytes = t.cut_bytes,
             produces = t.produces,
             produced_batches = t.produced_batches,
             produced_bytes = t.produced_bytes,

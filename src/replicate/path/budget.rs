@@ -12,7 +12,10 @@
 //! How: a Fetch request is planned only while at least a grain of budget is available, and it
 //! asks for no more than the budget (its request-level `max_bytes`, which Apache Kafka honours
 //! except that the first batch always comes, KIP-74). Its `max_bytes` is reserved when it is
-//! planned; its answer charges what it actually brought and returns the rest. The bucket holds
+//! planned; its answer charges the whole batches it brought and returns the rest. A batch cut
+//! off at the end of an answer (Apache Kafka slices the log at `max_bytes`, mid-batch) is not
+//! charged: it is fetched again and charged when it comes whole, so the cap counts each record
+//! byte once (the source link carries the cut-off parts on top). The bucket holds
 //! at most one second of the rate (the burst) and may go into debt by the part of one batch
 //! beyond `max_bytes`. While the budget is spent, the data path plans nothing and sets a
 //! deadline for when it has refilled by a grain.
@@ -25,6 +28,9 @@ use super::{DataPath, RequestId, Timer};
 /// Most the bucket holds: this long at the cap.
 pub const BURST: Duration = Duration::from_secs(1);
 
+/// Fewest of the source's largest batches a capped Fetch asks for, while the burst allows.
+pub const GRAIN_BATCHES: usize = 8;
+
 /// The token bucket of one flow.
 #[derive(Debug, Clone)]
 pub struct Budget {
@@ -32,8 +38,10 @@ pub struct Budget {
     rate: f64,
     /// Most tokens held.
     burst: f64,
-    /// Least tokens worth a Fetch request.
+    /// Least tokens worth a Fetch request: a quarter of the burst, or more with big batches.
     grain: f64,
+    /// The grain as configured, before [`Budget::available`] sizes it to the batches.
+    base_grain: f64,
     /// Tokens now (negative: debt), less what outstanding requests reserved.
     tokens: f64,
     /// When `tokens` was last refilled.
@@ -54,6 +62,7 @@ impl Budget {
             rate,
             burst,
             grain,
+            base_grain: grain,
             tokens: burst,
             at: now,
             reserved: HashMap::new(),
@@ -67,9 +76,17 @@ impl Budget {
     }
 
     /// Bytes that may be asked for now (`None`: less than a grain; wait until
-    /// [`Budget::ready_at`]).
-    pub fn available(&mut self, now: Instant) -> Option<usize> {
+    /// [`Budget::ready_at`]), for a source whose largest batch is `batch` bytes.
+    ///
+    /// A request asks for at least [`GRAIN_BATCHES`] such batches while the burst allows:
+    /// an answer ends in the middle of a batch, and that cut-off part crosses the source link
+    /// again in the next answer, so a request of a few batches would carry a large share of it.
+    pub fn available(&mut self, now: Instant, batch: usize) -> Option<usize> {
         self.refill(now);
+        self.grain = self
+            .base_grain
+            .max((GRAIN_BATCHES * batch) as f64)
+            .min(self.burst);
         // Half a byte of slack: the deadline from `ready_at` is rounded, not exact.
         (self.tokens + 0.5 >= self.grain).then_some(self.tokens.max(1.0) as usize)
     }
@@ -120,11 +137,12 @@ impl DataPath {
         };
         let outstanding: Vec<RequestId> = self.fetching.iter().map(|f| f.id).collect();
         let fetch_max = self.cfg.fetch_max_bytes;
+        let batch = self.parts.values().map(|p| p.largest_batch).max();
         let b = self
             .budget
             .get_or_insert_with(|| Budget::new(rate, fetch_max, now));
         b.forget_except(&outstanding);
-        let avail = b.available(now);
+        let avail = b.available(now, batch.unwrap_or(0));
         if avail.is_none() {
             let at = b.ready_at();
             self.timers.set(Timer::BudgetRefill, at);
@@ -147,7 +165,7 @@ impl DataPath {
         }
     }
 
-    /// Fetch request `id` brought `got` record bytes.
+    /// Fetch request `id` brought `got` bytes of whole batches.
     pub(super) fn settle_budget(&mut self, id: RequestId, got: usize) {
         if let Some(b) = self.budget.as_mut() {
             b.settle(id, got);
@@ -163,29 +181,51 @@ mod tests {
     fn refills_at_the_rate_up_to_one_second_and_charges_what_came() {
         let t0 = Instant::now();
         let mut b = Budget::new(100_000, 1 << 20, t0);
-        assert_eq!(b.available(t0), Some(100_000), "starts full: one second");
+        assert_eq!(b.available(t0, 0), Some(100_000), "starts full: one second");
         b.reserve(RequestId(1), 100_000);
-        assert_eq!(b.available(t0), None);
+        assert_eq!(b.available(t0, 0), None);
         // Only 30 000 came: 70 000 back.
         b.settle(RequestId(1), 30_000);
-        assert_eq!(b.available(t0), Some(70_000));
+        assert_eq!(b.available(t0, 0), Some(70_000));
         // One batch beyond max_bytes: debt, and the wait until a grain (25 000) is back.
         b.reserve(RequestId(2), 70_000);
         b.settle(RequestId(2), 80_000);
-        assert_eq!(b.available(t0), None);
+        assert_eq!(b.available(t0, 0), None);
         let at = b.ready_at();
         let wait = at - t0;
         assert!(
             wait >= Duration::from_millis(349) && wait <= Duration::from_millis(351),
             "{wait:?}"
         );
-        assert!(b.available(at - Duration::from_millis(1)).is_none());
-        assert!(b.available(at).is_some());
+        assert!(b.available(at - Duration::from_millis(1), 0).is_none());
+        assert!(b.available(at, 0).is_some());
         // Never more than the burst, however long it was idle.
-        assert_eq!(b.available(t0 + Duration::from_secs(60)), Some(100_000));
+        assert_eq!(b.available(t0 + Duration::from_secs(60), 0), Some(100_000));
         // A reservation forgotten without an answer comes back.
         b.reserve(RequestId(3), 60_000);
         b.forget_except(&[]);
-        assert_eq!(b.available(t0 + Duration::from_secs(60)), Some(100_000));
+        assert_eq!(b.available(t0 + Duration::from_secs(60), 0), Some(100_000));
+    }
+
+    #[test]
+    fn a_request_waits_for_several_of_the_largest_batches_within_the_burst() {
+        let t0 = Instant::now();
+        let mut b = Budget::new(100_000, 1 << 20, t0);
+        b.reserve(RequestId(1), 100_000);
+        b.settle(RequestId(1), 100_000);
+        // Batches of 1 000 bytes: the quarter-second grain (25 000) is worth a request.
+        let t = t0 + Duration::from_millis(250);
+        assert_eq!(b.available(t, 1_000), Some(25_000));
+        // Batches of 10 000 bytes: eight of them (80 000), 0.8 s at the cap.
+        assert_eq!(b.available(t, 10_000), None);
+        assert_eq!(b.ready_at(), t0 + Duration::from_millis(800));
+        assert!(b
+            .available(t0 + Duration::from_millis(800), 10_000)
+            .is_some());
+        // Batches larger than the burst: a second's worth, not more.
+        b.reserve(RequestId(2), 80_000);
+        b.settle(RequestId(2), 80_000);
+        assert_eq!(b.available(t0 + Duration::from_millis(1_500), 50_000), None);
+        assert_eq!(b.ready_at(), t0 + Duration::from_millis(1_800));
     }
 }

@@ -6,6 +6,8 @@ use crate::forward::plan::Outgoing;
 use crate::forward::PartitionPlanner;
 use crate::protocol::error_code;
 use crate::protocol::fetch::{EpochEndOffset, FetchedPartition, READ_COMMITTED};
+use crate::records::batch::complete_len;
+use crate::records::codec::CodecError;
 use crate::records::recompress::recompress;
 
 impl DataPath {
@@ -166,7 +168,12 @@ impl DataPath {
         self.replan = true; // this leader has no Fetch outstanding now
         let partitions = match answer {
             Ok(p) => {
-                self.settle_budget(id, p.iter().map(|p| p.records.len()).sum());
+                // A batch cut off at the end of an answer is fetched again: it is charged
+                // when it comes whole, once.
+                let whole: usize = p.iter().map(|p| complete_len(&p.records)).sum();
+                let sent: usize = p.iter().map(|p| p.records.len()).sum();
+                self.traffic.cut_bytes += (sent - whole) as u64;
+                self.settle_budget(id, whole);
                 p
             }
             Err(e) => {
@@ -261,10 +268,13 @@ impl DataPath {
                     self.traffic.fetched_batches += 1;
                     self.traffic.fetched_bytes += out.batch.len() as u64;
                     if self.cfg.recompress != Recompress::None {
-                        if let Some((before, after)) =
-                            recompress_queued(&mut out, self.cfg.recompress, &mut self.traffic)
-                        {
-                            self.obs.recompressed(flow, before, after);
+                        match recompress_queued(&mut out, self.cfg.recompress, &mut self.traffic) {
+                            Ok(Some((before, after))) => self.obs.recompressed(flow, before, after),
+                            Ok(None) => {}
+                            Err(e) => {
+                                let first = first_source_offset(&out);
+                                tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {first}: re-compression failed ({e}); the batch goes as it came", key.0, key.1);
+                            }
                         }
                     }
                     st.queued_bytes += out.batch.len();
@@ -336,19 +346,22 @@ impl DataPath {
 }
 
 /// Replaces `out`'s batch by its re-compressed form when [`recompress`] makes it smaller, and
-/// counts it in `traffic`; returns its sizes before and after.
+/// counts it in `traffic`; returns its sizes before and after (`Err`: the codec failed, and
+/// the batch is left as it came).
 fn recompress_queued(
     out: &mut Outgoing,
     to: Recompress,
     traffic: &mut Traffic,
-) -> Option<(u64, u64)> {
-    let smaller = recompress(&out.batch, to)?;
+) -> Result<Option<(u64, u64)>, CodecError> {
+    let Some(smaller) = recompress(&out.batch, to)? else {
+        return Ok(None);
+    };
     let sizes = (out.batch.len() as u64, smaller.len() as u64);
     traffic.recompressed_batches += 1;
     traffic.recompressed_bytes.0 += sizes.0;
     traffic.recompressed_bytes.1 += sizes.1;
     out.batch = smaller;
-    Some(sizes)
+    Ok(Some(sizes))
 }
 
 /// The one line saying that the source log of `at` (topic, partition, position read up to)

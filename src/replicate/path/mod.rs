@@ -218,6 +218,8 @@ pub struct Traffic {
     pub fetched_batches: u64,
     /// Bytes of those.
     pub fetched_bytes: u64,
+    /// Bytes of batches cut off at the end of Fetch answers (at `max_bytes`), fetched again.
+    pub cut_bytes: u64,
     /// Produce requests.
     pub produces: u64,
     /// Batches produced.
