@@ -14,8 +14,9 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
+use strait::records::Compression;
 use support::data::watermarks;
-use support::data::{produce_records_with, ProduceOptions};
+use support::data::{produce_records_with, raw_batches, ProduceOptions};
 use support::kafka::{start_kafka, start_kafka_with, KafkaOptions};
 use support::strait::status_get;
 use support::{topic_name, StraitRun, TestRecord};
@@ -108,6 +109,11 @@ struct Lab {
 
 impl Lab {
     fn start(name: &str, partitions: usize) -> Lab {
+        Lab::start_with(name, partitions, "")
+    }
+
+    /// As [`Lab::start`], with `flow` added to the flow's settings.
+    fn start_with(name: &str, partitions: usize, flow: &str) -> Lab {
         let mut opts = KafkaOptions::new(&format!("{name}-a"));
         opts.nodes = 3;
         opts.controllers = 1; // brokers 2 and 3 can stop without losing the quorum
@@ -127,7 +133,7 @@ impl Lab {
             &config,
             format!(
                 "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
-                 [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{TOPIC}\"]\n",
+                 [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{TOPIC}\"]\n{flow}",
                 a.bootstrap(),
                 b.bootstrap()
             ),
@@ -189,6 +195,21 @@ impl Lab {
         );
         produce(&bootstrap, "other", n, "1", partitions);
     }
+}
+
+/// The codec of every batch of the remote topic's partition `p`.
+fn target_codecs(b: &str, p: i32) -> Vec<Option<Compression>> {
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let c = strait::client::Cluster::connect(strait::client::ClusterConfig::new("b", b))
+                .await
+                .expect("connect b");
+            raw_batches(&c, REMOTE, p).await
+        })
+        .iter()
+        .map(|b| b.compression())
+        .collect()
 }
 
 /// The stored progress records of the topic's partitions, by partition.
@@ -287,7 +308,22 @@ fn a_log_truncated_by_an_unclean_election_stops_the_partition() {
 
 #[test]
 fn a_log_truncated_while_strait_was_stopped_stops_the_partition_at_restart() {
-    let mut lab = Lab::start("trunc-stopped", 2);
+    truncated_while_stopped(Lab::start("trunc-stopped", 2), false);
+}
+
+/// The same with `recompress = "zstd"`: strait's batches on the target are zstd, the source's
+/// are not, and their CRCs differ on the wire; the take-up compares the records decompressed.
+#[test]
+fn a_log_truncated_while_strait_was_stopped_stops_the_partition_with_recompress() {
+    let lab = Lab::start_with("trunc-zstd", 2, "recompress = \"zstd\"\n");
+    truncated_while_stopped(lab, true);
+}
+
+/// Stops strait, truncates the source log by an unclean election with as many other records
+/// written since, puts one partition's progress record back behind strait's batches, and
+/// checks that both partitions stop at restart with nothing copied. `recompressed`: strait's
+/// batches on the target must be zstd.
+fn truncated_while_stopped(mut lab: Lab, recompressed: bool) {
     let bootstrap = lab.a.bootstrap();
     produce(&bootstrap, "first", 100, "all", 2);
     let mut run = lab.strait("strait-1.log");
@@ -306,6 +342,13 @@ fn a_log_truncated_while_strait_was_stopped_stops_the_partition_at_restart() {
         || lab.target_ends() == [150, 150],
     );
     assert!(run.terminate(Duration::from_secs(30)), "{}", run.log());
+    if recompressed {
+        let codecs = target_codecs(&lab.b.bootstrap(), 1);
+        assert!(
+            codecs.iter().all(|c| *c == Some(Compression::Zstd)),
+            "{codecs:?}"
+        );
+    }
 
     // The positions are stored with the leader epoch they were read under. Partition 1's
     // record is put back to offset 100, as if strait had been killed before storing the last
@@ -361,6 +404,7 @@ fn a_log_truncated_while_strait_was_stopped_stops_the_partition_at_restart() {
     // records after it are others than the ones strait copied (told by the batch CRC, or by
     // the record count if the producer batched them otherwise).
     let line1 = stopped(1).unwrap_or_default();
+    eprintln!("partition 1: {line1}");
     assert!(
         line1.contains("topic a.orders, partition 1")
             && (line1.contains("is not a copy of the source records now at offsets 100..")

@@ -13,7 +13,8 @@ use bytes::Bytes;
 use super::batch::{
     ATTRIBUTES, ATTR_CODEC_MASK, ATTR_CONTROL, BATCH_LENGTH, CRC, HEADER_LEN, LOG_OVERHEAD, MAGIC,
 };
-use super::{codec, Compression, RewrittenBatch};
+use super::codec::CodecError;
+use super::{codec, Compression, RecordBatch, RewrittenBatch};
 
 /// A flow's `recompress` setting: what uncompressed batches become on the target.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -63,29 +64,54 @@ pub fn eligible(batch: &RewrittenBatch) -> bool {
 }
 
 /// `batch` with its records section compressed with `to`, when it is [`eligible`] and the
-/// result is smaller; `None` otherwise (forward `batch` as it is). Every header field but the
-/// codec bits, `batchLength` and the CRC is kept; the CRC is computed afresh over attributes to
-/// the end.
-pub fn recompress(batch: &RewrittenBatch, to: Recompress) -> Option<RewrittenBatch> {
-    let codec = to.codec()?;
+/// result is smaller; `Ok(None)` otherwise (forward `batch` as it is), `Err` when the codec
+/// failed (forward it as it is, and say so). Every header field but the codec bits,
+/// `batchLength` and the CRC is kept; the CRC is computed afresh over attributes to the end.
+pub fn recompress(
+    batch: &RewrittenBatch,
+    to: Recompress,
+) -> Result<Option<RewrittenBatch>, CodecError> {
+    let Some(codec) = to.codec() else {
+        return Ok(None);
+    };
     if !eligible(batch) {
-        return None;
+        return Ok(None);
     }
-    let compressed = codec::compress(codec, &batch.records).ok()?;
+    let compressed = codec::compress(codec, &batch.records)?;
     if compressed.len() >= batch.records.len() {
-        return None;
+        return Ok(None);
     }
-    let batch_length = i32::try_from(HEADER_LEN - LOG_OVERHEAD + compressed.len()).ok()?;
+    let Ok(batch_length) = i32::try_from(HEADER_LEN - LOG_OVERHEAD + compressed.len()) else {
+        return Ok(None);
+    };
     let mut header = batch.header;
     let attributes = (batch.attributes() & !ATTR_CODEC_MASK) | codec.attribute_bits();
     header[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
     header[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&batch_length.to_be_bytes());
     let crc = crc32c::crc32c_append(crc32c::crc32c(&header[ATTRIBUTES..]), &compressed);
     header[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
-    Some(RewrittenBatch {
+    Ok(Some(RewrittenBatch {
         header,
         records: Bytes::from(compressed),
-    })
+    }))
+}
+
+/// The CRC `batch` had before [`recompress`] compressed it with `to`: over its header from the
+/// attributes on with the codec bits cleared, then its records decompressed (at most `limit`
+/// bytes). `None` when `batch` is not compressed with `to`'s codec, or does not decompress.
+/// Equal to the CRC of the uncompressed batch strait planned from the same source records
+/// under the same header: what the take-up after a restart compares.
+pub fn uncompressed_crc(batch: &RecordBatch, to: Recompress, limit: usize) -> Option<u32> {
+    let codec = to.codec()?;
+    if batch.magic() != 2 || batch.compression() != Some(codec) {
+        return None;
+    }
+    let records = codec::decompress(codec, &batch.records_region(), limit).ok()?;
+    let mut header = [0u8; HEADER_LEN - ATTRIBUTES];
+    header.copy_from_slice(batch.bytes().get(ATTRIBUTES..HEADER_LEN)?);
+    let attributes = batch.attributes() & !ATTR_CODEC_MASK;
+    header[..2].copy_from_slice(&attributes.to_be_bytes());
+    Some(crc32c::crc32c_append(crc32c::crc32c(&header), &records))
 }
 
 #[cfg(test)]
@@ -193,6 +219,12 @@ mod tests {
             "stored CRC"
         );
         assert_eq!(parsed.compression(), Some(Compression::Zstd));
+        assert_eq!(
+            uncompressed_crc(&parsed, Recompress::Zstd, 1 << 26),
+            Some(orig.crc()),
+            "the CRC it had uncompressed, as the take-up compares it"
+        );
+        assert_eq!(uncompressed_crc(&parsed, Recompress::None, 1 << 26), None);
         let section = codec::decompress(Compression::Zstd, &out.records, 1 << 26).expect("zstd");
         assert_eq!(section, orig.records.to_vec(), "records section");
         let before = decode_records(&RecordBatch::new(orig.to_bytes()).expect("orig"), 1 << 26);
@@ -206,7 +238,9 @@ mod tests {
     #[test]
     fn text_batch_becomes_a_smaller_zstd_batch_with_the_same_records() {
         let orig = batch(&text(200, 0), Compression::None, 0);
-        let out = recompress(&orig, Recompress::Zstd).expect("smaller");
+        let out = recompress(&orig, Recompress::Zstd)
+            .expect("zstd")
+            .expect("smaller");
         check_round_trip(&orig, &out);
     }
 
@@ -214,7 +248,9 @@ mod tests {
     fn transactional_and_log_append_time_bits_are_kept() {
         let attrs = ATTR_TRANSACTIONAL | ATTR_LOG_APPEND_TIME;
         let orig = batch(&text(50, 3), Compression::None, attrs);
-        let out = recompress(&orig, Recompress::Zstd).expect("smaller");
+        let out = recompress(&orig, Recompress::Zstd)
+            .expect("zstd")
+            .expect("smaller");
         check_round_trip(&orig, &out);
         assert_eq!(out.attributes(), attrs | 4);
     }
@@ -222,7 +258,7 @@ mod tests {
     #[test]
     fn off_control_and_compressed_batches_are_untouched() {
         let plain = batch(&text(100, 0), Compression::None, 0);
-        assert_eq!(recompress(&plain, Recompress::None), None);
+        assert_eq!(recompress(&plain, Recompress::None), Ok(None));
         for codec in [
             Compression::Gzip,
             Compression::Snappy,
@@ -231,11 +267,11 @@ mod tests {
         ] {
             let b = batch(&text(100, 0), codec, 0);
             assert!(!eligible(&b));
-            assert_eq!(recompress(&b, Recompress::Zstd), None, "{codec:?}");
+            assert_eq!(recompress(&b, Recompress::Zstd), Ok(None), "{codec:?}");
         }
         let control = batch(&vec![Vec::new(); 30], Compression::None, ATTR_CONTROL);
         assert!(!eligible(&control));
-        assert_eq!(recompress(&control, Recompress::Zstd), None);
+        assert_eq!(recompress(&control, Recompress::Zstd), Ok(None));
     }
 
     #[test]
@@ -255,7 +291,7 @@ mod tests {
             .collect();
         let orig = batch(&noise, Compression::None, 0);
         assert!(eligible(&orig));
-        assert_eq!(recompress(&orig, Recompress::Zstd), None);
+        assert_eq!(recompress(&orig, Recompress::Zstd), Ok(None));
     }
 
     #[test]
@@ -279,7 +315,7 @@ mod tests {
                 base_sequence: Some(seq),
                 ..HeaderRewrite::default()
             });
-            match recompress(&orig, Recompress::Zstd) {
+            match recompress(&orig, Recompress::Zstd).expect("zstd") {
                 Some(out) => check_round_trip(&orig, &out),
                 None => {
                     // Kept only when zstd does not make it smaller.

@@ -11,7 +11,8 @@
 pub const PROGRESS_TOPIC: &str = "strait-progress.internal";
 
 use crate::offsets::OffsetMap;
-use crate::records::{HeaderRewrite, RewrittenBatch};
+use crate::records::batch::ATTR_CODEC_MASK;
+use crate::records::{Compression, HeaderRewrite, RewrittenBatch};
 
 /// One partition's progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +179,9 @@ pub struct LandedBatch {
     pub crc: u32,
     /// The batch's attributes.
     pub attributes: i16,
+    /// For a batch strait re-compressed (`recompress`): the CRC it had uncompressed, over its
+    /// records decompressed ([`crate::records::recompress::uncompressed_crc`]).
+    pub uncompressed_crc: Option<u32>,
 }
 
 /// One of strait's own batches found after the stored position.
@@ -197,6 +201,8 @@ pub struct OwnBatch {
     pub crc: u32,
     /// Its attributes, as on the target.
     pub attributes: i16,
+    /// Its CRC before strait re-compressed it, when it did ([`LandedBatch::uncompressed_crc`]).
+    pub uncompressed_crc: Option<u32>,
 }
 
 /// Whether `found`, one of strait's batches on the target, is the copy of `planned`, the batch
@@ -207,7 +213,8 @@ pub struct OwnBatch {
 /// other source records (a source log truncated by an unclean leader election while strait was
 /// stopped, with other records written at the same offsets since). Where the broker rewrote the
 /// batch itself (re-compressed it for the topic's `compression.type`, or stamped
-/// LogAppendTime) the attributes differ and nothing can be told from the CRC: `None`.
+/// LogAppendTime) the attributes differ and nothing can be told from the CRC: `None`. A batch
+/// strait re-compressed itself is compared by the CRC it had uncompressed.
 pub fn copy_matches(found: &OwnBatch, planned: &RewrittenBatch, writer: Writer) -> Option<bool> {
     let as_written = planned.rewrite(&HeaderRewrite {
         producer_id: Some(writer.producer_id),
@@ -215,7 +222,16 @@ pub fn copy_matches(found: &OwnBatch, planned: &RewrittenBatch, writer: Writer) 
         base_sequence: Some(found.base_sequence),
         ..HeaderRewrite::default()
     });
-    (as_written.attributes() == found.attributes).then(|| as_written.crc() == found.crc)
+    if as_written.attributes() == found.attributes {
+        return Some(as_written.crc() == found.crc);
+    }
+    let codec_none = Compression::None.attribute_bits();
+    let only_the_codec = as_written.attributes() & ATTR_CODEC_MASK == codec_none
+        && as_written.attributes() == (found.attributes & !ATTR_CODEC_MASK) | codec_none;
+    match found.uncompressed_crc {
+        Some(crc) if only_the_codec => Some(as_written.crc() == crc),
+        _ => None,
+    }
 }
 
 /// What landed on the target after the stored position, checked against the writer identity.
@@ -311,6 +327,7 @@ pub fn check_landed(writer: Writer, target_next: i64, landed: &[LandedBatch]) ->
             base_sequence: b.base_sequence,
             crc: b.crc,
             attributes: b.attributes,
+            uncompressed_crc: b.uncompressed_crc,
         });
         if !repeat {
             w.next_sequence = crate::forward::plan::next_sequence(
@@ -399,6 +416,7 @@ mod writer_tests {
             control: false,
             crc: 0,
             attributes: 0,
+            uncompressed_crc: None,
         }
     }
 
@@ -455,6 +473,7 @@ mod writer_tests {
             base_sequence: seq,
             crc: 0,
             attributes: 0,
+            uncompressed_crc: None,
         };
         let l = [batch(10, 14, 7, 20), batch(15, 15, 7, 25)];
         assert_eq!(
@@ -614,6 +633,7 @@ mod writer_tests {
             base_sequence: 120,
             crc: stored.crc(),
             attributes: stored.attributes(),
+            uncompressed_crc: None,
         };
         // Planned again later, without the identity: the same records are recognised...
         assert_eq!(
@@ -641,21 +661,26 @@ mod writer_tests {
     }
 
     #[test]
-    fn a_batch_strait_recompressed_is_paired_by_its_count_not_its_crc() {
-        use crate::records::recompress::{recompress, Recompress};
+    fn a_batch_strait_recompressed_is_compared_by_its_crc_uncompressed() {
+        use crate::forward::plan::MAX_DECODED_BATCH;
+        use crate::records::recompress::{recompress, uncompressed_crc, Recompress};
+        use crate::records::RecordBatch;
         let writer = w(77, 120);
         let values: Vec<String> = (0..40)
             .map(|i| format!("reading {i} of sensor 7"))
             .collect();
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
         let sent = planned(&values, Some(writer));
-        let zstd = recompress(&sent, Recompress::Zstd).expect("text shrinks");
+        let zstd = recompress(&sent, Recompress::Zstd)
+            .expect("zstd")
+            .expect("text shrinks");
         // As the broker stores it: another base offset and leader epoch, nothing else.
         let stored = zstd.rewrite(&HeaderRewrite {
             base_offset: Some(900),
             partition_leader_epoch: Some(12),
             ..HeaderRewrite::default()
         });
+        let read = RecordBatch::new(stored.to_bytes()).expect("a batch");
         let found = OwnBatch {
             base_offset: 900,
             span: 40,
@@ -663,22 +688,39 @@ mod writer_tests {
             base_sequence: 120,
             crc: stored.crc(),
             attributes: stored.attributes(),
+            uncompressed_crc: uncompressed_crc(&read, Recompress::Zstd, MAX_DECODED_BATCH),
         };
-        // The take-up plans the source without re-compressing: the CRCs differ, so only the
-        // record count pairs them (no "another CRC" refusal)...
+        assert_eq!(found.uncompressed_crc, Some(sent.crc()));
+        // The take-up plans the source without re-compressing: the CRCs on the wire differ,
+        // and the one it had uncompressed tells the same records...
         let again = planned(&values, None);
         assert_ne!(again.crc(), found.crc);
-        assert_eq!(copy_matches(&found, &again, writer), None);
-        assert_eq!(again.records_count(), 40);
-        // ...even for other records, which the count cannot tell apart either.
+        assert_eq!(copy_matches(&found, &again, writer), Some(true));
+        // ...from other records at the same offsets, with the same count...
         let mut other = values.clone();
         other[3] = "x";
-        assert_eq!(copy_matches(&found, &planned(&other, None), writer), None);
+        assert_eq!(
+            copy_matches(&found, &planned(&other, None), writer),
+            Some(false)
+        );
+        // ...and from another identity.
+        assert_eq!(copy_matches(&found, &again, w(78, 120)), Some(false));
+        // Without `recompress` (or for another codec) the take-up does not decompress: a batch
+        // the broker re-compressed cannot be told by its CRC.
+        assert_eq!(
+            uncompressed_crc(&read, Recompress::None, MAX_DECODED_BATCH),
+            None
+        );
+        let unknown = OwnBatch {
+            uncompressed_crc: None,
+            ..found
+        };
+        assert_eq!(copy_matches(&unknown, &planned(&other, None), writer), None);
         // A batch forwarded as it came (zstd did not make it smaller) keeps the CRC check.
         let kept = OwnBatch {
             crc: sent.crc(),
             attributes: sent.attributes(),
-            ..found
+            ..unknown
         };
         assert_eq!(copy_matches(&kept, &again, writer), Some(true));
         assert_eq!(

@@ -20,10 +20,12 @@ use bytes::Bytes;
 use super::{record_acked, Flow, PartStart, PartState};
 use crate::client::{EARLIEST, LATEST};
 use crate::error::{Error, Result};
+use crate::forward::plan::MAX_DECODED_BATCH;
 use crate::forward::{Outgoing, PartitionPlanner};
 use crate::mirror::{offsets_mode, OffsetsMode};
 use crate::offsets::OffsetMap;
 use crate::protocol::fetch::READ_UNCOMMITTED;
+use crate::records::recompress::uncompressed_crc;
 use crate::records::{split, Entry};
 use crate::replicate::path::diverged_message;
 use crate::replicate::progress::{
@@ -429,6 +431,11 @@ impl Flow {
                             control: b.is_control(),
                             crc: b.crc(),
                             attributes: b.attributes(),
+                            uncompressed_crc: uncompressed_crc(
+                                &b,
+                                self.cfg.recompress,
+                                MAX_DECODED_BATCH,
+                            ),
                         });
                     }
                     Ok(Entry::Legacy(raw)) => {
@@ -442,6 +449,7 @@ impl Flow {
                             control: false,
                             crc: 0,
                             attributes: -1,
+                            uncompressed_crc: None,
                         });
                         offset = offset.max(base + 1);
                     }
