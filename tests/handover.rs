@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::BaseConsumer;
 use strait::assignment::{Assignment, WorkItem};
 use strait::replicate::membership::group_id;
-use support::data::{group_assignments_with, group_client, watermarks};
+use support::data::{batch_codecs, group_assignments_with, group_client, watermarks};
 use support::kafka::{start_kafka, start_kafka_behind_proxy, KafkaCluster};
 use support::{
     consume_all, create_topic, produce_records, topic_name, Codec, StraitRun, TestRecord,
@@ -26,6 +26,11 @@ const TOPIC: &str = "events";
 const REMOTE: &str = "a.events";
 
 fn write_config(dir: &Path, a: &KafkaCluster, b: &str, group: &str) -> PathBuf {
+    write_config_with(dir, a, b, group, "")
+}
+
+/// As [`write_config`], with `flow` added to the flow's settings.
+fn write_config_with(dir: &Path, a: &KafkaCluster, b: &str, group: &str, flow: &str) -> PathBuf {
     let config = dir.join("strait.toml");
     std::fs::write(
         &config,
@@ -33,7 +38,7 @@ fn write_config(dir: &Path, a: &KafkaCluster, b: &str, group: &str) -> PathBuf {
             "instance_group = \"{group}\"\n\
              [clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{b}\"\n\
              [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{TOPIC}\"]\n\
-             refresh_topics_interval_secs = 2\n",
+             refresh_topics_interval_secs = 2\n{flow}",
             a.bootstrap()
         ),
     )
@@ -85,13 +90,18 @@ fn logs(runs: &[&StraitRun]) -> String {
 
 /// Produces `n` records spread over `partitions`, numbered from `from`.
 fn produce(bootstrap: &str, from: usize, n: usize, partitions: i32) -> usize {
+    produce_with(bootstrap, from, n, partitions, Codec::Lz4)
+}
+
+/// As [`produce`], in batches compressed with `codec`.
+fn produce_with(bootstrap: &str, from: usize, n: usize, partitions: i32, codec: Codec) -> usize {
     let records: Vec<TestRecord> = (from..from + n)
         .map(|i| TestRecord {
             partition: Some((i % partitions as usize) as i32),
             ..TestRecord::kv(format!("k{i}"), format!("seq-{i}"))
         })
         .collect();
-    produce_records(bootstrap, TOPIC, &records, Codec::Lz4);
+    produce_records(bootstrap, TOPIC, &records, codec);
     from + n
 }
 
@@ -231,15 +241,33 @@ fn partitions_return_to_an_earlier_owner_and_survive_a_long_target_outage() {
 /// The broker's idempotence refuses or de-duplicates every one of them.
 #[test]
 fn late_requests_of_a_replaced_instance_land_nothing_twice() {
+    late_requests(false);
+}
+
+/// The same with uncompressed source batches that strait sends zstd-compressed
+/// (`recompress`): the take-up reads s1's re-compressed batches back.
+#[test]
+fn late_requests_of_a_replaced_instance_land_nothing_twice_with_recompress() {
+    late_requests(true);
+}
+
+/// s1's connections to the target are held while production goes on, s1 is killed and s2
+/// takes over, then s1's held requests land: every record once. `recompress`: uncompressed
+/// source batches, sent zstd-compressed (else lz4 batches, forwarded as they are).
+fn late_requests(recompress: bool) {
     const PARTITIONS: i32 = 5;
+    let (codec, flow) = match recompress {
+        true => (Codec::None, "recompress = \"zstd\"\n"),
+        false => (Codec::Lz4, ""),
+    };
     let a = start_kafka("a");
     let (b, proxy) = start_kafka_behind_proxy("b");
     let dir = std::env::temp_dir().join(topic_name("handover-late"));
     std::fs::create_dir_all(&dir).expect("dir");
-    let config = write_config(&dir, &a, &b.bootstrap(), &topic_name("g"));
+    let config = write_config_with(&dir, &a, &b.bootstrap(), &topic_name("g"), flow);
     let b_direct = b.direct_bootstrap();
     create_topic(&a.bootstrap(), TOPIC, PARTITIONS);
-    produce(&a.bootstrap(), 0, 500, PARTITIONS);
+    produce_with(&a.bootstrap(), 0, 500, PARTITIONS, codec);
     let mut s1 = instance(&config, dir.join("s1.log"));
     wait_caught_up(&a, &b_direct, Duration::from_secs(60), &[&s1]);
 
@@ -252,7 +280,7 @@ fn late_requests_of_a_replaced_instance_land_nothing_twice() {
             while !stop.load(Ordering::Relaxed) {
                 let from = produced.load(Ordering::Relaxed);
                 produced.store(
-                    produce(&bootstrap, from, 100, PARTITIONS),
+                    produce_with(&bootstrap, from, 100, PARTITIONS, codec),
                     Ordering::Relaxed,
                 );
                 std::thread::sleep(Duration::from_millis(20));
@@ -289,6 +317,13 @@ fn late_requests_of_a_replaced_instance_land_nothing_twice() {
     eprintln!("{late} Produce requests of s1 were delivered late");
     assert_exactly_once(&a, &b_direct, total);
     assert_never_stopped(&[&s2]);
+    if recompress {
+        let codecs = batch_codecs(&b_direct, REMOTE, 0);
+        assert!(
+            codecs.contains(&Some(strait::records::Compression::Zstd)),
+            "{codecs:?}"
+        );
+    }
     drop(s2);
     proxy.assert_clean();
 }

@@ -16,7 +16,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use strait::records::Compression;
 use support::data::watermarks;
-use support::data::{produce_records_with, raw_batches, ProduceOptions};
+use support::data::{batch_codecs, produce_records_with, ProduceOptions};
 use support::kafka::{start_kafka, start_kafka_with, KafkaOptions};
 use support::strait::status_get;
 use support::{topic_name, StraitRun, TestRecord};
@@ -197,21 +197,6 @@ impl Lab {
     }
 }
 
-/// The codec of every batch of the remote topic's partition `p`.
-fn target_codecs(b: &str, p: i32) -> Vec<Option<Compression>> {
-    tokio::runtime::Runtime::new()
-        .expect("runtime")
-        .block_on(async {
-            let c = strait::client::Cluster::connect(strait::client::ClusterConfig::new("b", b))
-                .await
-                .expect("connect b");
-            raw_batches(&c, REMOTE, p).await
-        })
-        .iter()
-        .map(|b| b.compression())
-        .collect()
-}
-
 /// The stored progress records of the topic's partitions, by partition.
 fn stored_progress(
     b: &str,
@@ -343,7 +328,7 @@ fn truncated_while_stopped(mut lab: Lab, recompressed: bool) {
     );
     assert!(run.terminate(Duration::from_secs(30)), "{}", run.log());
     if recompressed {
-        let codecs = target_codecs(&lab.b.bootstrap(), 1);
+        let codecs = batch_codecs(&lab.b.bootstrap(), REMOTE, 1);
         assert!(
             codecs.iter().all(|c| *c == Some(Compression::Zstd)),
             "{codecs:?}"

@@ -20,7 +20,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use strait::client::{Cluster, LATEST};
 use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
-use strait::records::{split, Entry, RecordBatch};
+use strait::records::{split, Compression, Entry, RecordBatch};
 
 static TOPIC_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -586,6 +586,20 @@ pub fn group_assignments_with(
         .map(|m| (m.id().to_string(), m.assignment().unwrap_or(&[]).to_vec()))
         .collect();
     (g.state().to_string(), members)
+}
+
+/// The codec of every batch of `topic`'s partition `partition` on the cluster at `bootstrap`
+/// (`None`: bits no codec has).
+pub fn batch_codecs(bootstrap: &str, topic: &str, partition: i32) -> Vec<Option<Compression>> {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let config = strait::client::ClusterConfig::new("codecs", bootstrap);
+        let c = Cluster::connect(config).await.expect("connect");
+        raw_batches(&c, topic, partition).await
+    })
+    .iter()
+    .map(RecordBatch::compression)
+    .collect()
 }
 
 /// Every batch of a partition, read with strait's own client (Fetch from offset 0 to the end).

@@ -78,15 +78,17 @@ impl Budget {
     /// Bytes that may be asked for now (`None`: less than a grain; wait until
     /// [`Budget::ready_at`]), for a source whose largest batch is `batch` bytes.
     ///
-    /// A request asks for at least [`GRAIN_BATCHES`] such batches while the burst allows:
-    /// an answer ends in the middle of a batch, and that cut-off part crosses the source link
-    /// again in the next answer, so a request of a few batches would carry a large share of it.
+    /// A request asks for at least [`GRAIN_BATCHES`] such batches while the burst allows, and
+    /// for a whole number of them: an answer ends in the middle of a batch, and that cut-off
+    /// part crosses the source link again in the next answer, so a request of a few batches
+    /// would carry a large share of it (and with batches of one size, none is cut).
     pub fn available(&mut self, now: Instant, batch: usize) -> Option<usize> {
         self.refill(now);
-        self.grain = self
+        let want = self
             .base_grain
             .max((GRAIN_BATCHES * batch) as f64)
             .min(self.burst);
+        self.grain = whole_batches(want as usize, batch) as f64;
         // Half a byte of slack: the deadline from `ready_at` is rounded, not exact.
         (self.tokens + 0.5 >= self.grain).then_some(self.tokens.max(1.0) as usize)
     }
@@ -127,32 +129,59 @@ impl Budget {
     }
 }
 
+/// `bytes` rounded down to a whole number of batches of `batch` bytes, when it holds more than
+/// one.
+pub fn whole_batches(bytes: usize, batch: usize) -> usize {
+    match batch {
+        0 => bytes,
+        b if bytes <= b => bytes,
+        b => bytes / b * b,
+    }
+}
+
+/// What the Fetch requests planned now may ask for.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FetchBudget {
+    /// Bytes in all (`usize::MAX`: no cap).
+    pub bytes: usize,
+    /// The largest batch of the flow's partitions so far (0 without a cap).
+    pub batch: usize,
+}
+
 impl DataPath {
-    /// With a cap: the bytes the Fetch requests planned now may ask for in all, or `None`
-    /// when the budget is spent (then a deadline is set for when it has refilled). Without a
-    /// cap: unlimited.
-    pub(super) fn fetch_budget(&mut self, now: Instant) -> Option<usize> {
+    /// With a cap: what the Fetch requests planned now may ask for, or `None` when the budget
+    /// is spent (then a deadline is set for when it has refilled). Without a cap: unlimited.
+    pub(super) fn fetch_budget(&mut self, now: Instant) -> Option<FetchBudget> {
         let Some(rate) = self.cfg.max_bytes_per_second else {
-            return Some(usize::MAX);
+            return Some(FetchBudget {
+                bytes: usize::MAX,
+                batch: 0,
+            });
         };
         let outstanding: Vec<RequestId> = self.fetching.iter().map(|f| f.id).collect();
         let fetch_max = self.cfg.fetch_max_bytes;
-        let batch = self.parts.values().map(|p| p.largest_batch).max();
+        let batch = self
+            .parts
+            .values()
+            .map(|p| p.largest_batch)
+            .max()
+            .unwrap_or(0);
         let b = self
             .budget
             .get_or_insert_with(|| Budget::new(rate, fetch_max, now));
         b.forget_except(&outstanding);
-        let avail = b.available(now, batch.unwrap_or(0));
-        if avail.is_none() {
+        let Some(bytes) = b.available(now, batch) else {
             let at = b.ready_at();
             self.timers.set(Timer::BudgetRefill, at);
-        }
-        avail
+            return None;
+        };
+        Some(FetchBudget { bytes, batch })
     }
 
-    /// Shares `budget` among `n` Fetch requests: the request-level `max_bytes` of each.
-    pub(super) fn budget_share(&self, budget: usize, n: usize) -> i32 {
-        let share = budget / n.max(1);
+    /// Shares `budget` among `n` Fetch requests: the request-level `max_bytes` of each, a
+    /// whole number of the largest batches.
+    pub(super) fn budget_share(&self, budget: FetchBudget, n: usize) -> i32 {
+        let share = whole_batches(budget.bytes / n.max(1), budget.batch);
         i32::try_from(share)
             .unwrap_or(i32::MAX)
             .clamp(1, self.cfg.fetch_max_bytes.max(1))
@@ -208,6 +237,18 @@ mod tests {
     }
 
     #[test]
+    fn requests_are_whole_numbers_of_batches() {
+        assert_eq!(whole_batches(25_000, 0), 25_000);
+        assert_eq!(whole_batches(25_000, 6_000), 24_000);
+        assert_eq!(whole_batches(6_000, 6_000), 6_000);
+        assert_eq!(
+            whole_batches(5_000, 6_000),
+            5_000,
+            "less than one: the first comes whole"
+        );
+    }
+
+    #[test]
     fn a_request_waits_for_several_of_the_largest_batches_within_the_burst() {
         let t0 = Instant::now();
         let mut b = Budget::new(100_000, 1 << 20, t0);
@@ -222,10 +263,16 @@ mod tests {
         assert!(b
             .available(t0 + Duration::from_millis(800), 10_000)
             .is_some());
-        // Batches larger than the burst: a second's worth, not more.
+        // Batches of 30 000 bytes: eight would be beyond the burst; three fit in it.
         b.reserve(RequestId(2), 80_000);
         b.settle(RequestId(2), 80_000);
-        assert_eq!(b.available(t0 + Duration::from_millis(1_500), 50_000), None);
+        assert_eq!(b.available(t0 + Duration::from_millis(1_500), 30_000), None);
+        assert_eq!(b.ready_at(), t0 + Duration::from_millis(1_700));
+        // Batches larger than the burst: a second's worth (an answer brings one batch whole).
+        assert_eq!(
+            b.available(t0 + Duration::from_millis(1_500), 150_000),
+            None
+        );
         assert_eq!(b.ready_at(), t0 + Duration::from_millis(1_800));
     }
 }
