@@ -1127,7 +1127,6 @@ proptest! {
     /// the target never holds a source record twice or out of order, progress never passes
     /// what the target holds, a resend reuses its sequence numbers with the same records, the
     /// buffer bound holds; and once the faults stop, every record arrives.
-    #[test]
     ///
     /// With a bandwidth cap (`cap`), the same, and no more fetched than the cap allows:
     /// a failed or lost Fetch gives its reservation back, and no reservation is lost.
