@@ -730,6 +730,47 @@ mod writer_tests {
     }
 
     proptest! {
+        /// Whatever the records: a batch strait re-compressed is recognised as the copy of the
+        /// same records planned again, and not of records that differ in one byte.
+        #[test]
+        fn recompressed_copies_are_told_from_other_records(
+            values in proptest::collection::vec("[ab ]{20,60}", 1..30),
+            at in any::<prop::sample::Index>(),
+            byte in any::<prop::sample::Index>(),
+        ) {
+            use crate::forward::plan::MAX_DECODED_BATCH;
+            use crate::records::recompress::{recompress, uncompressed_crc, Recompress};
+            use crate::records::RecordBatch;
+            let writer = w(77, 120);
+            let values: Vec<&str> = values.iter().map(String::as_str).collect();
+            let sent = planned(&values, Some(writer));
+            let zstd = recompress(&sent, Recompress::Zstd).expect("zstd");
+            prop_assume!(zstd.is_some());
+            let stored = zstd.expect("assumed").rewrite(&HeaderRewrite {
+                base_offset: Some(900),
+                partition_leader_epoch: Some(12),
+                ..HeaderRewrite::default()
+            });
+            let read = RecordBatch::new(stored.to_bytes()).expect("a batch");
+            let found = OwnBatch {
+                base_offset: 900,
+                span: i64::from(read.records_count()),
+                repeat: false,
+                base_sequence: 120,
+                crc: stored.crc(),
+                attributes: stored.attributes(),
+                uncompressed_crc: uncompressed_crc(&read, Recompress::Zstd, MAX_DECODED_BATCH),
+            };
+            prop_assert_eq!(copy_matches(&found, &planned(&values, None), writer), Some(true));
+            let mut other: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let i = at.index(other.len());
+            let j = byte.index(other[i].len());
+            let flipped = if other[i].as_bytes()[j] == b'a' { "b" } else { "a" };
+            other[i].replace_range(j..=j, flipped);
+            let other: Vec<&str> = other.iter().map(String::as_str).collect();
+            prop_assert_eq!(copy_matches(&found, &planned(&other, None), writer), Some(false));
+        }
+
         #[test]
         fn records_round_trip(id in 0i64..i64::MAX, epoch in 0i16..i16::MAX, seq in 0i32..i32::MAX, start in 0i64..1_000_000) {
             let m = OffsetMap::new(start, start / 2);

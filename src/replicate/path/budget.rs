@@ -42,6 +42,8 @@ pub struct Budget {
     grain: f64,
     /// The grain as configured, before [`Budget::available`] sizes it to the batches.
     base_grain: f64,
+    /// Most one Fetch request asks for (`fetch_max_bytes`).
+    request_max: f64,
     /// Tokens now (negative: debt), less what outstanding requests reserved.
     tokens: f64,
     /// When `tokens` was last refilled.
@@ -55,14 +57,14 @@ impl Budget {
     pub fn new(rate: u64, fetch_max_bytes: i32, now: Instant) -> Budget {
         let rate = rate.max(1) as f64;
         let burst = rate * BURST.as_secs_f64();
-        let grain = (burst / 4.0)
-            .min(f64::from(fetch_max_bytes.max(1)))
-            .max(1.0);
+        let request_max = f64::from(fetch_max_bytes.max(1));
+        let grain = (burst / 4.0).min(request_max).max(1.0);
         Budget {
             rate,
             burst,
             grain,
             base_grain: grain,
+            request_max,
             tokens: burst,
             at: now,
             reserved: HashMap::new(),
@@ -84,10 +86,12 @@ impl Budget {
     /// would carry a large share of it (and with batches of one size, none is cut).
     pub fn available(&mut self, now: Instant, batch: usize) -> Option<usize> {
         self.refill(now);
+        // No more than a request can ask for (one batch at least: it comes whole).
         let want = self
             .base_grain
             .max((GRAIN_BATCHES * batch) as f64)
-            .min(self.burst);
+            .min(self.burst)
+            .min(self.request_max.max(batch as f64));
         self.grain = whole_batches(want as usize, batch) as f64;
         // Half a byte of slack: the deadline from `ready_at` is rounded, not exact.
         (self.tokens + 0.5 >= self.grain).then_some(self.tokens.max(1.0) as usize)
@@ -181,10 +185,9 @@ impl DataPath {
     /// Shares `budget` among `n` Fetch requests: the request-level `max_bytes` of each, a
     /// whole number of the largest batches.
     pub(super) fn budget_share(&self, budget: FetchBudget, n: usize) -> i32 {
-        let share = whole_batches(budget.bytes / n.max(1), budget.batch);
-        i32::try_from(share)
-            .unwrap_or(i32::MAX)
-            .clamp(1, self.cfg.fetch_max_bytes.max(1))
+        let most = usize::try_from(self.cfg.fetch_max_bytes.max(1)).unwrap_or(1);
+        let share = whole_batches((budget.bytes / n.max(1)).min(most), budget.batch);
+        i32::try_from(share).unwrap_or(i32::MAX).max(1)
     }
 
     /// Fetch request `id` asks for up to `bytes` of the budget.
@@ -268,6 +271,13 @@ mod tests {
         b.settle(RequestId(2), 80_000);
         assert_eq!(b.available(t0 + Duration::from_millis(1_500), 30_000), None);
         assert_eq!(b.ready_at(), t0 + Duration::from_millis(1_700));
+        // Requests of at most 60 000 bytes (`fetch_max_bytes`): two batches of 30 000 are
+        // worth one, not more.
+        let mut small = Budget::new(100_000, 60_000, t0);
+        small.reserve(RequestId(1), 100_000);
+        small.settle(RequestId(1), 100_000);
+        assert_eq!(small.available(t0, 30_000), None);
+        assert_eq!(small.ready_at(), t0 + Duration::from_millis(600));
         // Batches larger than the burst: a second's worth (an answer brings one batch whole).
         assert_eq!(
             b.available(t0 + Duration::from_millis(1_500), 150_000),
