@@ -98,20 +98,32 @@ pub fn recompress(
 
 /// The CRC `batch` had before [`recompress`] compressed it with `to`: over its header from the
 /// attributes on with the codec bits cleared, then its records decompressed (at most `limit`
-/// bytes). `None` when `batch` is not compressed with `to`'s codec, or does not decompress.
-/// Equal to the CRC of the uncompressed batch strait planned from the same source records
-/// under the same header: what the take-up after a restart compares.
-pub fn uncompressed_crc(batch: &RecordBatch, to: Recompress, limit: usize) -> Option<u32> {
-    let codec = to.codec()?;
+/// bytes). `Ok(None)` when `batch` is not compressed with `to`'s codec; `Err` when it does not
+/// decompress. Equal to the CRC of the uncompressed batch strait planned from the same source
+/// records under the same header: what the take-up after a restart compares.
+pub fn uncompressed_crc(
+    batch: &RecordBatch,
+    to: Recompress,
+    limit: usize,
+) -> Result<Option<u32>, CodecError> {
+    let Some(codec) = to.codec() else {
+        return Ok(None);
+    };
+    let Some(fields) = batch.bytes().get(ATTRIBUTES..HEADER_LEN) else {
+        return Ok(None);
+    };
     if batch.magic() != 2 || batch.compression() != Some(codec) {
-        return None;
+        return Ok(None);
     }
-    let records = codec::decompress(codec, &batch.records_region(), limit).ok()?;
+    let records = codec::decompress(codec, &batch.records_region(), limit)?;
     let mut header = [0u8; HEADER_LEN - ATTRIBUTES];
-    header.copy_from_slice(batch.bytes().get(ATTRIBUTES..HEADER_LEN)?);
+    header.copy_from_slice(fields);
     let attributes = batch.attributes() & !ATTR_CODEC_MASK;
     header[..2].copy_from_slice(&attributes.to_be_bytes());
-    Some(crc32c::crc32c_append(crc32c::crc32c(&header), &records))
+    Ok(Some(crc32c::crc32c_append(
+        crc32c::crc32c(&header),
+        &records,
+    )))
 }
 
 #[cfg(test)]
@@ -221,10 +233,13 @@ mod tests {
         assert_eq!(parsed.compression(), Some(Compression::Zstd));
         assert_eq!(
             uncompressed_crc(&parsed, Recompress::Zstd, 1 << 26),
-            Some(orig.crc()),
+            Ok(Some(orig.crc())),
             "the CRC it had uncompressed, as the take-up compares it"
         );
-        assert_eq!(uncompressed_crc(&parsed, Recompress::None, 1 << 26), None);
+        assert_eq!(
+            uncompressed_crc(&parsed, Recompress::None, 1 << 26),
+            Ok(None)
+        );
         let section = codec::decompress(Compression::Zstd, &out.records, 1 << 26).expect("zstd");
         assert_eq!(section, orig.records.to_vec(), "records section");
         let before = decode_records(&RecordBatch::new(orig.to_bytes()).expect("orig"), 1 << 26);

@@ -387,6 +387,7 @@ mod tests {
 #[cfg(test)]
 mod writer_tests {
     use super::*;
+    use crate::records::RecordBatch;
     use proptest::prelude::*;
 
     fn w(id: i64, seq: i32) -> Writer {
@@ -660,20 +661,13 @@ mod writer_tests {
         );
     }
 
-    #[test]
-    fn a_batch_strait_recompressed_is_compared_by_its_crc_uncompressed() {
+    /// `sent` (planned under the writer, sequence 120) as strait re-compressed it and the
+    /// broker stored it at offset 900, and as the take-up finds it there; `None` when zstd does
+    /// not make it smaller.
+    fn found_recompressed(sent: &RewrittenBatch) -> Option<(OwnBatch, RecordBatch)> {
         use crate::forward::plan::MAX_DECODED_BATCH;
         use crate::records::recompress::{recompress, uncompressed_crc, Recompress};
-        use crate::records::RecordBatch;
-        let writer = w(77, 120);
-        let values: Vec<String> = (0..40)
-            .map(|i| format!("reading {i} of sensor 7"))
-            .collect();
-        let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        let sent = planned(&values, Some(writer));
-        let zstd = recompress(&sent, Recompress::Zstd)
-            .expect("zstd")
-            .expect("text shrinks");
+        let zstd = recompress(sent, Recompress::Zstd).expect("zstd")?;
         // As the broker stores it: another base offset and leader epoch, nothing else.
         let stored = zstd.rewrite(&HeaderRewrite {
             base_offset: Some(900),
@@ -683,13 +677,29 @@ mod writer_tests {
         let read = RecordBatch::new(stored.to_bytes()).expect("a batch");
         let found = OwnBatch {
             base_offset: 900,
-            span: 40,
+            span: i64::from(read.records_count()),
             repeat: false,
-            base_sequence: 120,
+            base_sequence: sent.base_sequence(),
             crc: stored.crc(),
             attributes: stored.attributes(),
-            uncompressed_crc: uncompressed_crc(&read, Recompress::Zstd, MAX_DECODED_BATCH),
+            uncompressed_crc: uncompressed_crc(&read, Recompress::Zstd, MAX_DECODED_BATCH)
+                .expect("decompresses"),
         };
+        Some((found, read))
+    }
+
+    #[test]
+    fn a_batch_strait_recompressed_is_compared_by_its_crc_uncompressed() {
+        use crate::forward::plan::MAX_DECODED_BATCH;
+        use crate::records::recompress::{uncompressed_crc, Recompress};
+        let writer = w(77, 120);
+        let values: Vec<String> = (0..40)
+            .map(|i| format!("reading {i} of sensor 7"))
+            .collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let sent = planned(&values, Some(writer));
+        let (found, read) = found_recompressed(&sent).expect("text shrinks");
+        assert_eq!(found.span, 40);
         assert_eq!(found.uncompressed_crc, Some(sent.crc()));
         // The take-up plans the source without re-compressing: the CRCs on the wire differ,
         // and the one it had uncompressed tells the same records...
@@ -709,7 +719,7 @@ mod writer_tests {
         // the broker re-compressed cannot be told by its CRC.
         assert_eq!(
             uncompressed_crc(&read, Recompress::None, MAX_DECODED_BATCH),
-            None
+            Ok(None)
         );
         let unknown = OwnBatch {
             uncompressed_crc: None,
@@ -738,29 +748,11 @@ mod writer_tests {
             at in any::<prop::sample::Index>(),
             byte in any::<prop::sample::Index>(),
         ) {
-            use crate::forward::plan::MAX_DECODED_BATCH;
-            use crate::records::recompress::{recompress, uncompressed_crc, Recompress};
-            use crate::records::RecordBatch;
             let writer = w(77, 120);
             let values: Vec<&str> = values.iter().map(String::as_str).collect();
-            let sent = planned(&values, Some(writer));
-            let zstd = recompress(&sent, Recompress::Zstd).expect("zstd");
-            prop_assume!(zstd.is_some());
-            let stored = zstd.expect("assumed").rewrite(&HeaderRewrite {
-                base_offset: Some(900),
-                partition_leader_epoch: Some(12),
-                ..HeaderRewrite::default()
-            });
-            let read = RecordBatch::new(stored.to_bytes()).expect("a batch");
-            let found = OwnBatch {
-                base_offset: 900,
-                span: i64::from(read.records_count()),
-                repeat: false,
-                base_sequence: 120,
-                crc: stored.crc(),
-                attributes: stored.attributes(),
-                uncompressed_crc: uncompressed_crc(&read, Recompress::Zstd, MAX_DECODED_BATCH),
-            };
+            let found = found_recompressed(&planned(&values, Some(writer)));
+            prop_assume!(found.is_some());
+            let (found, _) = found.expect("assumed");
             prop_assert_eq!(copy_matches(&found, &planned(&values, None), writer), Some(true));
             let mut other: Vec<String> = values.iter().map(|v| v.to_string()).collect();
             let i = at.index(other.len());

@@ -107,6 +107,31 @@ pub async fn read_all(
     topic: &str,
     partition: i32,
 ) -> Result<Vec<(i64, i64, Option<Bytes>, Option<Bytes>)>> {
+    let (start, entries) = read_entries(cluster, topic, partition).await?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let Entry::V2(b) = entry else { continue };
+        if b.is_control() {
+            continue;
+        }
+        for r in decode_records(&b, 64 << 20)? {
+            let o = r.offset(b.base_offset());
+            if o >= start {
+                out.push((o, r.timestamp(b.base_timestamp()), r.key, r.value));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every entry of one partition from its log start to its end, in offset order, each once
+/// (record batches, transaction markers among them, and legacy messages as the broker keeps
+/// them), with the log start. A Fetch error names the cluster, topic, partition and offset.
+pub async fn read_entries(
+    cluster: &Cluster,
+    topic: &str,
+    partition: i32,
+) -> Result<(i64, Vec<Entry>)> {
     let start = cluster.list_offsets(topic, &[partition], EARLIEST).await?[0].1;
     let end = cluster.list_offsets(topic, &[partition], LATEST).await?[0].1;
     let mut out = Vec::new();
@@ -137,24 +162,21 @@ pub async fn read_all(
         }
         let before = offset;
         for entry in split(p.records) {
-            let Entry::V2(b) = entry? else { continue };
-            if b.is_control() {
-                offset = offset.max(b.next_offset());
-                continue;
+            let entry = entry?;
+            let next = match &entry {
+                Entry::V2(b) => b.next_offset(),
+                Entry::Legacy(_) => entry.offset_field().saturating_add(1),
+            };
+            if next > offset {
+                offset = next;
+                out.push(entry);
             }
-            for r in decode_records(&b, 64 << 20)? {
-                let o = r.offset(b.base_offset());
-                if o >= offset {
-                    out.push((o, r.timestamp(b.base_timestamp()), r.key, r.value));
-                }
-            }
-            offset = offset.max(b.next_offset());
         }
         if offset == before {
             break; // nothing more readable now
         }
     }
-    Ok(out)
+    Ok((start, out))
 }
 
 /// The stored offset maps of every partition a flow from `source_alias` replicated into

@@ -18,9 +18,8 @@ use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
-use strait::client::{Cluster, LATEST};
-use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
-use strait::records::{split, Compression, Entry, RecordBatch};
+use strait::client::Cluster;
+use strait::records::{Compression, Entry, RecordBatch};
 
 static TOPIC_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -602,42 +601,16 @@ pub fn batch_codecs(bootstrap: &str, topic: &str, partition: i32) -> Vec<Option<
     .collect()
 }
 
-/// Every batch of a partition, read with strait's own client (Fetch from offset 0 to the end).
+/// Every batch of a partition, read with strait's own client (from the log start to the end).
 pub async fn raw_batches(cluster: &Cluster, topic: &str, partition: i32) -> Vec<RecordBatch> {
-    let end = cluster
-        .list_offsets(topic, &[partition], LATEST)
+    let (_, entries) = strait::replicate::store::read_entries(cluster, topic, partition)
         .await
-        .expect("end")[0]
-        .1;
-    let mut out = Vec::new();
-    let mut offset = 0;
-    while offset < end {
-        let (leader, epoch) = cluster.leader(topic, partition).await.expect("leader");
-        let spec = FetchPartitionSpec {
-            topic: topic.into(),
-            partition,
-            offset,
-            current_leader_epoch: epoch,
-            last_fetched_epoch: -1,
-            max_bytes: 4 << 20,
-        };
-        let resp = cluster
-            .fetch(leader, &[spec], &FetchLimits::default())
-            .await
-            .expect("fetch");
-        let p = &resp.partitions[0];
-        assert_eq!(p.error_code, 0);
-        for e in split(p.records.clone()) {
-            match e.expect("batch") {
-                Entry::V2(b) => {
-                    if b.base_offset() >= offset {
-                        offset = b.next_offset();
-                        out.push(b);
-                    }
-                }
-                Entry::Legacy(_) => panic!("legacy batch from the broker"),
-            }
-        }
-    }
-    out
+        .expect("read the partition");
+    entries
+        .into_iter()
+        .map(|e| match e {
+            Entry::V2(b) => b,
+            Entry::Legacy(_) => panic!("legacy batch from the broker"),
+        })
+        .collect()
 }

@@ -422,6 +422,18 @@ impl Flow {
                 match entry {
                     Ok(Entry::V2(b)) => {
                         offset = offset.max(b.next_offset());
+                        let recompress = self.cfg.recompress;
+                        let uncompressed_crc = match uncompressed_crc(
+                            &b,
+                            recompress,
+                            MAX_DECODED_BATCH,
+                        ) {
+                            Ok(crc) => crc,
+                            Err(e) => {
+                                tracing::warn!(flow = %self.name(), "cluster {}, topic {topic}, partition {partition}, offset {}: strait's {} batch does not decompress ({e}); it is paired with the source by record count only", self.target.name(), b.base_offset(), recompress.name());
+                                None
+                            }
+                        };
                         out.push(LandedBatch {
                             base_offset: b.base_offset(),
                             last_offset: b.last_offset(),
@@ -431,11 +443,7 @@ impl Flow {
                             control: b.is_control(),
                             crc: b.crc(),
                             attributes: b.attributes(),
-                            uncompressed_crc: uncompressed_crc(
-                                &b,
-                                self.cfg.recompress,
-                                MAX_DECODED_BATCH,
-                            ),
+                            uncompressed_crc,
                         });
                     }
                     Ok(Entry::Legacy(raw)) => {
