@@ -134,11 +134,11 @@ async fn fake_broker(script: Script) -> (String, Seen) {
 
 fn plain_config(password: &str) -> ConnectionConfig {
     ConnectionConfig {
-        sasl: Some(SaslSettings {
-            mechanism: SaslMechanism::Plain,
-            username: "user".to_string(),
-            password: Secret::literal(password),
-        }),
+        sasl: Some(SaslSettings::password(
+            SaslMechanism::Plain,
+            "user",
+            Secret::literal(password),
+        )),
         ..ConnectionConfig::default()
     }
 }

@@ -74,6 +74,11 @@ pub enum ErrorKind {
     /// The broker refused our SASL credentials or mechanism. Not retried.
     #[error("SASL authentication failed: {0}")]
     Auth(String),
+    /// Credentials could not be obtained from an identity service (an OIDC token endpoint
+    /// down, slow or refusing the client; a signer without AWS credentials). Retried with a
+    /// backoff: the service may come back or be fixed.
+    #[error("cannot obtain credentials: {0}")]
+    Credentials(String),
 }
 
 /// An error with its context.
@@ -149,7 +154,10 @@ impl Error {
     pub fn is_retriable(&self) -> bool {
         match &self.kind {
             ErrorKind::Broker { code, .. } => error_code::is_retriable(*code),
-            ErrorKind::Io(_) | ErrorKind::Timeout(..) | ErrorKind::Closed(_) => true,
+            ErrorKind::Io(_)
+            | ErrorKind::Timeout(..)
+            | ErrorKind::Closed(_)
+            | ErrorKind::Credentials(_) => true,
             _ => false,
         }
     }

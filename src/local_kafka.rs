@@ -91,12 +91,22 @@ pub(crate) fn fresh_dir(parent: Option<&Path>, kind: &str, name: &str, n: u64) -
 /// `java` with a `heap` limit, headless, logging as `log4j` says, and Apache Kafka's jars in
 /// `libs` on the class path: the caller adds its own options and the main class.
 pub(crate) fn jvm(heap: &str, log4j: &Path, libs: &Path) -> Command {
+    jvm_with(heap, log4j, libs, &[])
+}
+
+/// [`jvm`] with `extra` class path entries after Kafka's jars.
+fn jvm_with(heap: &str, log4j: &Path, libs: &Path, extra: &[PathBuf]) -> Command {
+    let mut cp = format!("{}/*", libs.display());
+    for e in extra {
+        cp.push(':');
+        cp.push_str(&e.display().to_string());
+    }
     let mut c = Command::new(java());
     c.arg(format!("-Xmx{heap}"))
         .arg("-Djava.awt.headless=true")
         .arg(format!("-Dlog4j2.configurationFile={}", log4j.display()))
         .arg("-cp")
-        .arg(format!("{}/*", libs.display()));
+        .arg(cp);
     c
 }
 
@@ -147,6 +157,10 @@ pub struct KafkaOptions {
     /// How many of the nodes (the first ones) are also controllers; the others are brokers
     /// only, so a test can stop brokers without losing the controller quorum. 0: all.
     pub controllers: usize,
+    /// Extra JVM arguments (system properties) of every node.
+    pub jvm_args: Vec<String>,
+    /// Extra class path entries (folders or jars) of every node.
+    pub classpath: Vec<PathBuf>,
 }
 
 /// Secured listeners of a one-node cluster: `SSL` (client certificates required),
@@ -166,6 +180,24 @@ pub struct KafkaSecurity {
     pub plain_users: Vec<(String, String)>,
     /// `connections.max.reauth.ms` of the SASL listeners (KIP-368), if set.
     pub reauth_ms: Option<u64>,
+    /// OAUTHBEARER on the SASL listeners, with tokens validated against a JWKS endpoint.
+    pub oauth: Option<KafkaOAuth>,
+}
+
+/// OAUTHBEARER validation of the SASL listeners (KIP-768): Kafka's
+/// `OAuthBearerValidatorCallbackHandler` (or a class given here) checks each token's RS256
+/// signature against the keys at `jwks_url`, its audience and its issuer.
+#[derive(Debug, Clone, Default)]
+pub struct KafkaOAuth {
+    /// `sasl.oauthbearer.jwks.endpoint.url` (also the only URL the broker may open).
+    pub jwks_url: String,
+    /// `sasl.oauthbearer.expected.audience`.
+    pub audience: String,
+    /// `sasl.oauthbearer.expected.issuer`.
+    pub issuer: String,
+    /// `sasl.server.callback.handler.class` of OAUTHBEARER, if not Kafka's validator; its class
+    /// folder goes in [`KafkaOptions::classpath`].
+    pub validator_class: Option<String>,
 }
 
 /// The listeners [`KafkaSecurity`] adds.
@@ -185,6 +217,8 @@ impl KafkaOptions {
             dir: None,
             security: None,
             controllers: 0,
+            jvm_args: Vec::new(),
+            classpath: Vec::new(),
         }
     }
 }
@@ -562,11 +596,44 @@ impl KafkaCluster {
             "listener.name.ssl.ssl.client.auth",
             "required".into(),
         );
-        set(
-            props,
-            "sasl.enabled.mechanisms",
-            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512".into(),
-        );
+        let mechanisms = if sec.oauth.is_some() {
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
+        } else {
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+        };
+        set(props, "sasl.enabled.mechanisms", mechanisms.into());
+        if let Some(o) = &sec.oauth {
+            set(
+                props,
+                "sasl.oauthbearer.jwks.endpoint.url",
+                o.jwks_url.clone(),
+            );
+            set(
+                props,
+                "sasl.oauthbearer.expected.audience",
+                o.audience.clone(),
+            );
+            set(props, "sasl.oauthbearer.expected.issuer", o.issuer.clone());
+            let validator = o.validator_class.clone().unwrap_or_else(|| {
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+                    .to_string()
+            });
+            for listener in ["sasl_plaintext", "sasl_ssl"] {
+                set(
+                    props,
+                    &format!("listener.name.{listener}.oauthbearer.sasl.jaas.config"),
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+                        .into(),
+                );
+                set(
+                    props,
+                    &format!(
+                        "listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class"
+                    ),
+                    validator.clone(),
+                );
+            }
+        }
         let plain_users: String = sec
             .plain_users
             .iter()
@@ -598,7 +665,15 @@ impl KafkaCluster {
 
     fn java_command(&self) -> Command {
         let log4j = self.dir.join("log4j2.yaml");
-        let mut c = jvm(&self.opts.heap, &log4j, &self.libs);
+        let mut c = jvm_with(&self.opts.heap, &log4j, &self.libs, &self.opts.classpath);
+        if let Some(o) = self.opts.security.as_ref().and_then(|s| s.oauth.as_ref()) {
+            // Kafka 4 opens only the URLs this property allows.
+            c.arg(format!(
+                "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={}",
+                o.jwks_url
+            ));
+        }
+        c.args(&self.opts.jvm_args);
         c.arg("-Xms64m")
             .arg("-XX:+UseSerialGC")
             .arg("-XX:CICompilerCount=2");

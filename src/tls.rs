@@ -126,6 +126,16 @@ pub fn client_config(s: &TlsSettings) -> Result<Arc<rustls::ClientConfig>, Strin
     Ok(Arc::new(config))
 }
 
+/// A client configuration that trusts no certificate (for HTTP clients that need one but
+/// speak plain HTTP).
+pub fn no_trust_config() -> Result<rustls::ClientConfig, String> {
+    Ok(rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth())
+}
+
 /// The name to verify a broker at `addr` (`host:port`) against.
 pub fn server_name(addr: &str, override_name: Option<&str>) -> Result<ServerName<'static>, String> {
     let host = match override_name {

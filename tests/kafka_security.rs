@@ -44,6 +44,7 @@ fn mutual_tls_sasl_plain_scram_and_reauthentication_on_apache_kafka() {
         plain_users: vec![(PLAIN.0.into(), PLAIN.1.into())],
         // Sessions expire every 4 s: the SCRAM flows re-authenticate several times.
         reauth_ms: Some(4000),
+        ..KafkaSecurity::default()
     });
     let b = start_kafka_with(opts);
     let listener = |name: &str| {

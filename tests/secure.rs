@@ -768,7 +768,12 @@ fn plaintext_to_sasl_ssl_flow_and_no_secret_in_any_output() {
         parsed.clusters["b"]
             .sasl
             .as_ref()
-            .map(|s| s.password.expose()),
+            .and_then(|s| match &s.credentials {
+                strait::sasl::SaslCredentials::Password { password, .. } => {
+                    Some(password.expose())
+                }
+                _ => None,
+            }),
         Some(SCRAM512_PASSWORD),
         "the secret was resolved"
     );

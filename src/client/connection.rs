@@ -27,8 +27,9 @@ use crate::protocol::frame::{
 };
 use crate::protocol::wire::Reader;
 use crate::protocol::{error_code, supported_versions};
+use crate::sasl::oauth::{self, OAuthSettings};
 use crate::sasl::scram::{self, ScramClient, ScramHash};
-use crate::sasl::{self, SaslMechanism, SaslSettings};
+use crate::sasl::{self, SaslCredentials, SaslMechanism, SaslSettings};
 
 /// Settings of a connection.
 #[derive(Debug, Clone)]
@@ -167,28 +168,12 @@ impl Connection {
                 }
             ))));
         }
-        let lifetime_ms = match mechanism {
-            SaslMechanism::Plain => {
-                let token = sasl::plain_token(&settings.username, settings.password.expose());
-                self.sasl_authenticate(w, token).await?.1
+        let lifetime_ms = match &settings.credentials {
+            SaslCredentials::Password { username, password } => {
+                self.password_exchange(w, mechanism, username, password.expose())
+                    .await?
             }
-            SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
-                let hash = if mechanism == SaslMechanism::ScramSha256 {
-                    ScramHash::Sha256
-                } else {
-                    ScramHash::Sha512
-                };
-                let nonce = scram::random_nonce().map_err(scram_error)?;
-                let client =
-                    ScramClient::new(hash, &settings.username, settings.password.expose(), nonce);
-                let (server_first, _) = self.sasl_authenticate(w, client.client_first()).await?;
-                let last = client.server_first(&server_first).map_err(scram_error)?;
-                let (server_final, lifetime) = self
-                    .sasl_authenticate(w, last.client_final().to_vec())
-                    .await?;
-                last.server_final(&server_final).map_err(scram_error)?;
-                lifetime
-            }
+            SaslCredentials::OAuthBearer(o) => self.oauthbearer_exchange(w, o).await?,
         };
         let deadline =
             sasl::reauth_delay(lifetime_ms, sasl::random_fraction()).map(|d| Instant::now() + d);
@@ -202,6 +187,61 @@ impl Connection {
         }
         *self.reauth_at.lock().unwrap_or_else(|e| e.into_inner()) = deadline;
         Ok(())
+    }
+
+    /// PLAIN (one message) or SCRAM (client-first, client-final, and the server's signature
+    /// checked); returns the session lifetime.
+    async fn password_exchange(
+        &self,
+        w: &mut WriteHalf,
+        mechanism: SaslMechanism,
+        username: &str,
+        password: &str,
+    ) -> Result<i64> {
+        let hash = match mechanism {
+            SaslMechanism::ScramSha256 => ScramHash::Sha256,
+            SaslMechanism::ScramSha512 => ScramHash::Sha512,
+            _ => {
+                let token = sasl::plain_token(username, password);
+                return Ok(self.sasl_authenticate(w, token).await?.1);
+            }
+        };
+        let nonce = scram::random_nonce().map_err(scram_error)?;
+        let client = ScramClient::new(hash, username, password, nonce);
+        let (server_first, _) = self.sasl_authenticate(w, client.client_first()).await?;
+        let last = client.server_first(&server_first).map_err(scram_error)?;
+        let (server_final, lifetime) = self
+            .sasl_authenticate(w, last.client_final().to_vec())
+            .await?;
+        last.server_final(&server_final).map_err(scram_error)?;
+        Ok(lifetime)
+    }
+
+    /// OAUTHBEARER: the cluster's current token with the SASL extensions in one message. A
+    /// broker that rejects the token answers with an error challenge; the client then sends
+    /// `%x01` and the broker ends the exchange with its error. Returns the session lifetime.
+    async fn oauthbearer_exchange(&self, w: &mut WriteHalf, o: &OAuthSettings) -> Result<i64> {
+        let token = o
+            .token()
+            .await
+            .map_err(|p| Error::new(ErrorKind::Credentials(format!("OAUTHBEARER: {p}"))))?;
+        let first = oauth::message::client_first(token.value.expose(), &o.extensions);
+        let (challenge, lifetime) = self.sasl_authenticate(w, first).await?;
+        if challenge.is_empty() {
+            return Ok(lifetime);
+        }
+        let rejected = oauth::message::describe_server_error(&challenge);
+        let detail = match self
+            .sasl_authenticate(w, oauth::message::after_failure())
+            .await
+        {
+            Err(e) => format!(
+                "OAUTHBEARER token of {}: {rejected}; {}",
+                token.principal, e.kind
+            ),
+            Ok(_) => format!("OAUTHBEARER token of {}: {rejected}", token.principal),
+        };
+        Err(Error::new(ErrorKind::Auth(detail)))
     }
 
     /// One SaslAuthenticate round: our message out, the broker's message and the session

@@ -49,13 +49,18 @@ const MM2_CLIENT_KEYS: &[&str] = &[
     "socket.connection.setup.timeout.ms",
 ];
 
+/// Whether strait reads this client key (per cluster or global).
+fn is_client_key(key: &str) -> bool {
+    MM2_CLIENT_KEYS.contains(&key) || super::oauth::MM2_KEYS.contains(&key)
+}
+
 /// MM2's default topic filter, which strait's `topics` / `topics.exclude` implement.
 const DEFAULT_TOPIC_FILTER_CLASS: &str = "org.apache.kafka.connect.mirror.DefaultTopicFilter";
 /// MM2's default group filter, which strait's `groups` / `groups.exclude` implement.
 const DEFAULT_GROUP_FILTER_CLASS: &str = "org.apache.kafka.connect.mirror.DefaultGroupFilter";
 
 /// The reason for an SSL or SASL key strait does not read.
-const SECURITY_OTHER: &str = "this SSL/SASL setting is not supported by strait; ignored (understood: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.type/location/certificates, ssl.keystore.type/location)";
+const SECURITY_OTHER: &str = "this SSL/SASL setting is not supported by strait; ignored (understood: security.protocol, sasl.mechanism, sasl.jaas.config, sasl.oauthbearer.*, sasl.login.*, ssl.truststore.type/location/certificates, ssl.keystore.type/location)";
 /// The reason for a Kafka Connect internal topic's key.
 const CONNECT_STATE: &str = "a Kafka Connect internal topic; strait keeps no Kafka Connect state";
 /// The reason for a config provider strait does not implement.
@@ -246,7 +251,7 @@ impl KeyNotes<'_> {
             .filter(|(head, _)| self.aliases.contains(*head));
         if key == "clusters"
             || MM2_FLOW_KEYS.contains(&key)
-            || MM2_CLIENT_KEYS.contains(&key)
+            || is_client_key(key)
             || is_default_filter(key, value)
             || mm2_provider_key_understood(key, self.props)
         {
@@ -254,7 +259,7 @@ impl KeyNotes<'_> {
         } else if let Some((head, rest)) = flow_head(key) {
             self.flow_key_reason(head, rest, value)
         } else if let Some((_, rest)) = alias_head {
-            if rest == "bootstrap.servers" || MM2_CLIENT_KEYS.contains(&rest) {
+            if rest == "bootstrap.servers" || is_client_key(rest) {
                 None
             } else {
                 Some(

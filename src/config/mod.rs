@@ -99,6 +99,7 @@
 mod error;
 mod mm2;
 mod mm2_keys;
+mod oauth;
 mod properties;
 mod security;
 #[cfg(test)]
@@ -271,12 +272,11 @@ impl ClusterSettings {
     /// Secrets of this cluster written in clear in the configuration file, described by
     /// cluster and role (never by value).
     pub fn literal_secrets(&self) -> Vec<String> {
-        match &self.sasl {
-            Some(s) if s.password.source() == &SecretSource::Literal => {
-                vec![format!("the SASL password of cluster {}", self.alias)]
-            }
-            _ => Vec::new(),
-        }
+        self.sasl
+            .iter()
+            .flat_map(|s| s.literal_secrets())
+            .map(|role| format!("{role} of cluster {}", self.alias))
+            .collect()
     }
 }
 

@@ -5,11 +5,12 @@
 
 use std::path::Path;
 
-use crate::sasl::{SaslMechanism, SaslSettings};
+use crate::sasl::{SaslCredentials, SaslMechanism, SaslSettings};
 use crate::secret::{ProviderKind, Secret};
 
 use super::error::{ConfigError, Where};
 use super::mm2::{mm2_list, Lookup};
+use super::oauth::{self, OAuthParts, OAUTH_MODULE};
 use super::properties::{parse_jaas, Props};
 use super::toml::{toml_str, unknown_key, wrong_type};
 use super::{ClusterSettings, SecurityProtocol};
@@ -27,33 +28,45 @@ pub(super) struct SaslParts {
     pub(super) username: Option<String>,
     /// The password.
     pub(super) password: Option<Secret>,
+    /// OAUTHBEARER settings.
+    pub(super) oauth: OAuthParts,
 }
 
 impl SaslParts {
     /// The parts of settings already made (all set), or none.
     pub(super) fn from_settings(sasl: Option<SaslSettings>) -> SaslParts {
-        match sasl {
-            None => SaslParts::default(),
-            Some(s) => SaslParts {
-                mechanism: Some(s.mechanism),
-                username: Some(s.username),
-                password: Some(s.password),
-            },
+        let Some(s) = sasl else {
+            return SaslParts::default();
+        };
+        let mut parts = SaslParts {
+            mechanism: Some(s.mechanism),
+            ..SaslParts::default()
+        };
+        match s.credentials {
+            SaslCredentials::Password { username, password } => {
+                parts.username = Some(username);
+                parts.password = Some(password);
+            }
+            SaslCredentials::OAuthBearer(o) => parts.oauth = OAuthParts::from_settings(*o),
         }
+        parts
     }
 
-    /// Checks the parts against the protocol. Errors name TOML fields.
+    /// Checks the parts against the protocol and the mechanism. Errors name TOML fields.
     pub(super) fn finish(
         self,
         protocol: SecurityProtocol,
     ) -> Result<Option<SaslSettings>, (&'static str, String)> {
+        let password_fields = [
+            ("sasl_username", self.username.is_some()),
+            ("sasl_password", self.password.is_some()),
+        ];
         if !protocol.uses_sasl() {
-            let set = [
-                ("sasl_mechanism", self.mechanism.is_some()),
-                ("sasl_username", self.username.is_some()),
-                ("sasl_password", self.password.is_some()),
-            ];
-            if let Some((field, _)) = set.iter().find(|(_, s)| *s) {
+            let set = [("sasl_mechanism", self.mechanism.is_some())]
+                .into_iter()
+                .chain(password_fields)
+                .chain(self.oauth.first_set().map(|f| (f, true)));
+            if let Some((field, _)) = set.into_iter().find(|(_, s)| *s) {
                 return Err((
                     field,
                     format!(
@@ -69,17 +82,33 @@ impl SaslParts {
             "sasl_mechanism",
             format!("missing: {p} needs a SASL mechanism"),
         ))?;
-        let username = self
-            .username
-            .filter(|u| !u.is_empty())
-            .ok_or(("sasl_username", format!("missing: {p} needs a user name")))?;
-        let password = self
-            .password
-            .ok_or(("sasl_password", format!("missing: {p} needs a password")))?;
+        let m = mechanism.as_str();
+        if mechanism.uses_password() {
+            if let Some(field) = self.oauth.first_set() {
+                return Err((
+                    field,
+                    format!("set, but sasl_mechanism is {m} (this key is for OAUTHBEARER)"),
+                ));
+            }
+            let username = self
+                .username
+                .filter(|u| !u.is_empty())
+                .ok_or(("sasl_username", format!("missing: {p} needs a user name")))?;
+            let password = self
+                .password
+                .ok_or(("sasl_password", format!("missing: {p} needs a password")))?;
+            return Ok(Some(SaslSettings::password(mechanism, &username, password)));
+        }
+        if let Some((field, _)) = password_fields.into_iter().find(|(_, s)| *s) {
+            return Err((
+                field,
+                format!("set, but sasl_mechanism is {m}, which uses no user name or password"),
+            ));
+        }
+        let credentials = SaslCredentials::OAuthBearer(Box::new(self.oauth.finish()?));
         Ok(Some(SaslSettings {
             mechanism,
-            username,
-            password,
+            credentials,
         }))
     }
 }
@@ -213,6 +242,7 @@ fn mm2_security_key(field: &str) -> &'static str {
         "sasl_mechanism" => "sasl.mechanism",
         "sasl_username" | "sasl_password" => "sasl.jaas.config",
         "ssl_ca_file" => "ssl.truststore.location",
+        f if f.starts_with("sasl_") => oauth::mm2_key(f),
         _ => "ssl.keystore.location",
     }
 }
@@ -256,7 +286,10 @@ fn mm2_sasl(
     get: Lookup,
     providers: &[(String, ProviderKind)],
 ) -> Result<SaslParts, ConfigError> {
-    let mut sasl = SaslParts::default();
+    let mut sasl = SaslParts {
+        oauth: oauth::mm2_parts(file, get, providers)?,
+        ..SaslParts::default()
+    };
     if let Some((v, at)) = get("sasl.mechanism") {
         sasl.mechanism = Some(SaslMechanism::parse(v).ok_or_else(|| {
             at.error(
@@ -282,17 +315,18 @@ fn mm2_jaas(
     sasl: &mut SaslParts,
 ) -> Result<(), ConfigError> {
     let jaas = parse_jaas(value).map_err(|p| at.error(file, p))?;
-    let scram = match jaas.module.as_str() {
-        PLAIN_MODULE => false,
-        SCRAM_MODULE => true,
+    let module_mechanisms: &[SaslMechanism] = match jaas.module.as_str() {
+        PLAIN_MODULE => &[SaslMechanism::Plain],
+        SCRAM_MODULE => &[SaslMechanism::ScramSha256, SaslMechanism::ScramSha512],
+        OAUTH_MODULE => &[SaslMechanism::OAuthBearer],
         other => {
             return Err(at
                 .error(file, format!("login module {other} is not supported"))
-                .allowed(format!("{PLAIN_MODULE}, {SCRAM_MODULE}")))
+                .allowed(format!("{PLAIN_MODULE}, {SCRAM_MODULE}, {OAUTH_MODULE}")))
         }
     };
     if let Some(m) = sasl.mechanism {
-        if (m == SaslMechanism::Plain) == scram {
+        if !module_mechanisms.contains(&m) {
             return Err(at.error(
                 file,
                 format!(
@@ -302,6 +336,9 @@ fn mm2_jaas(
                 ),
             ));
         }
+    }
+    if jaas.module == OAUTH_MODULE {
+        return sasl.oauth.mm2_jaas(file, at, &jaas.options, providers);
     }
     for (key, value) in &jaas.options {
         let secret = || {
@@ -371,6 +408,14 @@ mod tests {
     use crate::config::parse_toml;
     use crate::config::testing::*;
 
+    /// The user name and password of PLAIN or SCRAM settings.
+    fn password_of(s: &SaslSettings) -> (&str, &str) {
+        match &s.credentials {
+            SaslCredentials::Password { username, password } => (username, password.expose()),
+            other => panic!("no password: {other:?}"),
+        }
+    }
+
     #[test]
     fn toml_security_settings_and_secret_forms() {
         std::env::set_var("STRAIT_CFG_TEST_PW", "env-pass-1");
@@ -408,16 +453,15 @@ sasl_password = {{ file = "{}" }}
         let a = &c.clusters["a"];
         let sa = a.sasl.as_ref().unwrap();
         assert_eq!(sa.mechanism, SaslMechanism::ScramSha512);
-        assert_eq!(sa.username, "alice");
-        assert_eq!(sa.password.expose(), "env-pass-1");
+        assert_eq!(password_of(sa), ("alice", "env-pass-1"));
         assert_eq!(a.tls.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
         assert_eq!(a.tls.server_name.as_deref(), Some("kafka.internal"));
         assert_eq!(
-            c.clusters["b"].sasl.as_ref().unwrap().password.expose(),
+            password_of(c.clusters["b"].sasl.as_ref().unwrap()).1,
             "props-pass-3"
         );
         assert_eq!(
-            c.clusters["c"].sasl.as_ref().unwrap().password.expose(),
+            password_of(c.clusters["c"].sasl.as_ref().unwrap()).1,
             "file-pass-2"
         );
         assert!(c.clusters["a"].literal_secrets().is_empty());
@@ -511,13 +555,13 @@ sasl_password = {{ file = "{}" }}
         assert_eq!(a.security_protocol, SecurityProtocol::SaslSsl);
         let sa = a.sasl.as_ref().unwrap();
         assert_eq!(
-            (sa.mechanism, sa.username.as_str()),
+            (sa.mechanism, password_of(sa).0),
             (SaslMechanism::ScramSha256, "alice")
         );
-        assert_eq!(sa.password.expose(), "from-env");
+        assert_eq!(password_of(sa).1, "from-env");
         assert_eq!(a.tls.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
         let sb = c.clusters["b"].sasl.as_ref().unwrap();
-        assert_eq!(sb.password.expose(), "from-props");
+        assert_eq!(password_of(sb).1, "from-props");
         assert!(c.unsupported.is_empty(), "{:?}", c.unsupported);
         assert!(!format!("{c:?}").contains("from-env"));
     }

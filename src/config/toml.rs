@@ -23,7 +23,8 @@ use super::{
 /// The keys of the top-level table.
 const TOP_KEYS: &[&str] = &["http", "instance_group", "clusters", "defaults", "flows"];
 
-/// The keys of a `[clusters.<alias>]` table.
+/// The keys of a `[clusters.<alias>]` table (and the OAUTHBEARER keys of
+/// [`super::oauth::TOML_KEYS`]).
 const CLUSTER_KEYS: &[&str] = &[
     "bootstrap_servers",
     "security_protocol",
@@ -383,6 +384,7 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
             | "request_timeout_ms"
             | "connect_timeout_secs"
             | "connect_timeout_ms" => toml_timeout(file, table, key, &kpath, v, &mut c)?,
+            _ if sasl.oauth.toml_key(file, &kpath, key, v)? => {}
             _ => {
                 let key = dotted_name(key, v);
                 return Err(unknown_key(

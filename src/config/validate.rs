@@ -670,11 +670,11 @@ mod tests {
         });
         check(&e, "code", "clusters.a.sasl_mechanism", "missing", None);
         let e = invalid(|c| {
-            c.clusters.get_mut("a").unwrap().sasl = Some(SaslSettings {
-                mechanism: SaslMechanism::Plain,
-                username: "u".into(),
-                password: Secret::literal("p"),
-            })
+            c.clusters.get_mut("a").unwrap().sasl = Some(SaslSettings::password(
+                SaslMechanism::Plain,
+                "u",
+                Secret::literal("p"),
+            ))
         });
         check(&e, "code", "clusters.a.sasl_mechanism", "set, but", None);
         let e = invalid(|c| c.clusters.get_mut("a").unwrap().tls.ca_file = Some("/ca".into()));

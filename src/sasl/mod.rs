@@ -1,11 +1,13 @@
-//! SASL authentication, sans-io: mechanisms, the PLAIN token, SCRAM ([`scram`]), and when to
-//! re-authenticate (KIP-368).
+//! SASL authentication, sans-io: mechanisms, the PLAIN token, SCRAM ([`scram`]), OAUTHBEARER
+//! ([`oauth`]: the token, where it comes from, when to refresh it), and when to re-authenticate
+//! (KIP-368).
 //!
 //! The exchange on a connection (in `client::connection`) follows Kafka: ApiVersions, then
 //! SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds carrying the mechanism's
 //! messages; a SaslAuthenticate answer v1+ may carry `session_lifetime_ms`, after which the
 //! broker closes the connection unless it re-authenticated.
 
+pub mod oauth;
 pub mod scram;
 
 use std::time::Duration;
@@ -21,14 +23,18 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628, KIP-255): a bearer token from an OIDC token endpoint (KIP-768)
+    /// or an AWS MSK IAM signer.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
     /// Every mechanism.
-    pub const ALL: [SaslMechanism; 3] = [
+    pub const ALL: [SaslMechanism; 4] = [
         SaslMechanism::Plain,
         SaslMechanism::ScramSha256,
         SaslMechanism::ScramSha512,
+        SaslMechanism::OAuthBearer,
     ];
 
     /// Kafka's name (`sasl.mechanism`).
@@ -37,6 +43,7 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
@@ -52,6 +59,14 @@ impl SaslMechanism {
     pub fn allowed() -> String {
         SaslMechanism::ALL.map(|m| m.as_str()).join(", ")
     }
+
+    /// Whether the mechanism authenticates with a user name and password.
+    pub fn uses_password(self) -> bool {
+        matches!(
+            self,
+            SaslMechanism::Plain | SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512
+        )
+    }
 }
 
 /// Credentials for one cluster.
@@ -59,10 +74,53 @@ impl SaslMechanism {
 pub struct SaslSettings {
     /// The mechanism.
     pub mechanism: SaslMechanism,
-    /// User name.
-    pub username: String,
-    /// Password (prints as `***`).
-    pub password: Secret,
+    /// What the mechanism authenticates with.
+    pub credentials: SaslCredentials,
+}
+
+impl SaslSettings {
+    /// PLAIN or SCRAM settings with a user name and password.
+    pub fn password(mechanism: SaslMechanism, username: &str, password: Secret) -> SaslSettings {
+        SaslSettings {
+            mechanism,
+            credentials: SaslCredentials::Password {
+                username: username.to_string(),
+                password,
+            },
+        }
+    }
+
+    /// The secrets of these settings that were written in clear in the configuration, by
+    /// role (never by value).
+    pub fn literal_secrets(&self) -> Vec<&'static str> {
+        let literal = |s: &Secret| s.source() == &crate::secret::SecretSource::Literal;
+        match &self.credentials {
+            SaslCredentials::Password { password, .. } if literal(password) => {
+                vec!["the SASL password"]
+            }
+            SaslCredentials::OAuthBearer(o) => match &o.provider {
+                oauth::TokenProvider::ClientCredentials(c) if literal(&c.client_secret) => {
+                    vec!["the OAUTHBEARER client secret"]
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// What a SASL mechanism authenticates with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaslCredentials {
+    /// PLAIN and SCRAM: a user name and password.
+    Password {
+        /// User name.
+        username: String,
+        /// Password (prints as `***`).
+        password: Secret,
+    },
+    /// OAUTHBEARER: where tokens come from, the SASL extensions, and the cluster's token cache.
+    OAuthBearer(Box<oauth::OAuthSettings>),
 }
 
 /// The PLAIN message: `authzid NUL authcid NUL password`, with an empty authzid.
@@ -119,10 +177,14 @@ mod tests {
             Some(SaslMechanism::ScramSha512)
         );
         assert_eq!(SaslMechanism::parse(" PLAIN "), Some(SaslMechanism::Plain));
-        assert_eq!(SaslMechanism::parse("GSSAPI"), None);
+        assert_eq!(
+            SaslMechanism::parse("oauthbearer"),
+            Some(SaslMechanism::OAuthBearer)
+        );
+        assert_eq!(SaslMechanism::parse("NTLM"), None);
         assert_eq!(
             SaslMechanism::allowed(),
-            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"
+            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"
         );
     }
 
@@ -174,11 +236,8 @@ mod tests {
 
     #[test]
     fn settings_debug_hides_the_password() {
-        let s = SaslSettings {
-            mechanism: SaslMechanism::Plain,
-            username: "alice".into(),
-            password: Secret::literal("wonderland"),
-        };
+        let s =
+            SaslSettings::password(SaslMechanism::Plain, "alice", Secret::literal("wonderland"));
         let d = format!("{s:?}");
         assert!(d.contains("alice") && !d.contains("wonderland"), "{d}");
     }
