@@ -6,18 +6,12 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-
-use support::data::watermarks;
 use support::kafka::{start_kafka_behind_proxy, KafkaCluster};
-use support::{consume_all, create_topic, topic_name, StraitRun};
+use support::load::{assert_exactly_once, wait_caught_up, wait_reached, Load};
+use support::{create_topic, topic_name, StraitRun};
 
 const TOPIC: &str = "load";
 const REMOTE: &str = "a.load";
@@ -49,130 +43,6 @@ fn write_config(dir: &Path, a: &KafkaCluster, b: &str) -> PathBuf {
     config
 }
 
-/// Writes numbered 1 KB records into the source until stopped; returns how many were acked.
-struct Load {
-    stop: Arc<AtomicBool>,
-    paused: Arc<AtomicBool>,
-    sent: Arc<AtomicUsize>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Load {
-    fn start(bootstrap: String) -> Load {
-        let stop = Arc::new(AtomicBool::new(false));
-        let paused = Arc::new(AtomicBool::new(false));
-        let sent = Arc::new(AtomicUsize::new(0));
-        let (s, p, n) = (stop.clone(), paused.clone(), sent.clone());
-        let thread = std::thread::spawn(move || {
-            let producer: BaseProducer = ClientConfig::new()
-                .set("bootstrap.servers", &bootstrap)
-                .set("broker.address.family", "v4")
-                .set("enable.idempotence", "true")
-                .set("linger.ms", "5")
-                .create()
-                .expect("producer");
-            let pad = "x".repeat(1000);
-            let mut i = 0usize;
-            while !s.load(Ordering::Relaxed) {
-                if p.load(Ordering::Relaxed) {
-                    producer.poll(Duration::from_millis(100));
-                    continue;
-                }
-                for _ in 0..50 {
-                    let value = format!("seq-{i:08}-{pad}");
-                    let key = format!("k{i}");
-                    let rec = BaseRecord::to(TOPIC)
-                        .partition((i % PARTITIONS as usize) as i32)
-                        .key(&key)
-                        .payload(&value);
-                    if producer.send(rec).is_ok() {
-                        i += 1;
-                    }
-                }
-                producer.poll(Duration::from_millis(10));
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            producer.flush(Duration::from_secs(60)).expect("flush");
-            n.store(i, Ordering::Relaxed);
-        });
-        Load {
-            stop,
-            paused,
-            sent,
-            thread,
-        }
-    }
-
-    fn pause(&self, paused: bool) {
-        self.paused.store(paused, Ordering::Relaxed);
-    }
-
-    fn finish(self) -> usize {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("load");
-        self.sent.load(Ordering::Relaxed)
-    }
-}
-
-/// Waits until the target holds everything the source held when called (records keep
-/// arriving meanwhile).
-fn wait_reached(a: &str, b: &str, run: &StraitRun, timeout: Duration) {
-    let started = Instant::now();
-    let source = watermarks(a, TOPIC);
-    loop {
-        let target = watermarks(b, REMOTE);
-        if target.len() == source.len() && target.iter().zip(&source).all(|(t, s)| t.1 >= s.1) {
-            return;
-        }
-        assert!(
-            started.elapsed() < timeout,
-            "never reached {source:?}: {target:?}\n{}",
-            run.log()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-/// Waits until the target ends where the source ends (no record arriving any more).
-fn wait_caught_up(a: &str, b: &str, run: &StraitRun, timeout: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        let source = watermarks(a, TOPIC);
-        if !source.is_empty() && watermarks(b, REMOTE) == source {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < timeout,
-            "not caught up: {:?} vs {source:?}\n{}",
-            watermarks(b, REMOTE),
-            run.log()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-/// Every source record on the target exactly once, in order, partition by partition.
-fn assert_exactly_once(a: &str, b: &str, total: usize) {
-    let by_partition = |v: Vec<support::OwnedRecord>| {
-        let mut m: BTreeMap<i32, Vec<Vec<u8>>> = BTreeMap::new();
-        for r in v {
-            m.entry(r.partition)
-                .or_default()
-                .push(r.value.unwrap_or_default());
-        }
-        m
-    };
-    let source = by_partition(consume_all(a, TOPIC, total, Duration::from_secs(120)));
-    let target = by_partition(consume_all(b, REMOTE, total, Duration::from_secs(120)));
-    let n: usize = source.values().map(|v| v.len()).sum();
-    assert_eq!(n, total, "the source holds every record written");
-    for (p, want) in &source {
-        let got = target.get(p).cloned().unwrap_or_default();
-        assert_eq!(got.len(), want.len(), "partition {p}: record count");
-        assert!(got == *want, "partition {p}: records differ");
-    }
-}
-
 /// Stops the target's (or the source's) broker under load for [`outage`], starts it again, and
 /// checks CPU, memory and every record.
 fn outage_scenario(target_down: bool) {
@@ -183,10 +53,17 @@ fn outage_scenario(target_down: bool) {
     std::fs::create_dir_all(&dir).expect("dir");
     let config = write_config(&dir, &a, &b.bootstrap());
     create_topic(&a_direct, TOPIC, PARTITIONS);
-    let load = Load::start(a_direct.clone());
+    let load = Load::start(a_direct.clone(), TOPIC, PARTITIONS);
     std::thread::sleep(Duration::from_secs(2));
     let run = StraitRun::start(&config, &dir.join("run.log"));
-    wait_reached(&a_direct, &b_direct, &run, Duration::from_secs(90));
+    wait_reached(
+        &a_direct,
+        TOPIC,
+        &b_direct,
+        REMOTE,
+        &run,
+        Duration::from_secs(90),
+    );
 
     let outage = outage();
     let cpu_before = run.cpu_seconds();
@@ -211,7 +88,14 @@ fn outage_scenario(target_down: bool) {
     }
     std::thread::sleep(Duration::from_secs(5));
     let total = load.finish();
-    let caught_up = wait_caught_up(&a_direct, &b_direct, &run, Duration::from_secs(240));
+    let caught_up = wait_caught_up(
+        &a_direct,
+        TOPIC,
+        &b_direct,
+        REMOTE,
+        &run,
+        Duration::from_secs(240),
+    );
     let (_, hwm) = run.memory();
     let log = run.stop();
     let busy = cpu / outage.as_secs_f64();
@@ -231,7 +115,7 @@ fn outage_scenario(target_down: bool) {
         "strait held more than its buffer: peak {hwm} bytes\n{log}"
     );
     assert!(!log.contains("partition stopped"), "{log}");
-    assert_exactly_once(&a_direct, &b_direct, total);
+    assert_exactly_once(&a_direct, TOPIC, &b_direct, REMOTE, total);
     proxy.assert_clean();
 }
 

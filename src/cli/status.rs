@@ -192,8 +192,14 @@ fn state(f: &FlowDoc) -> String {
         (Some(_), _, _) => "stopped".into(),
         _ if stopped_partitions > 0 => format!("{stopped_partitions} partition(s) stopped"),
         (None, true, true) => "connected".into(),
-        (None, false, _) => "connecting to source".into(),
-        (None, true, false) => "connecting to target".into(),
+        (None, false, _) => match &f.source_problem {
+            Some(p) => format!("connecting to source: {p}"),
+            None => "connecting to source".into(),
+        },
+        (None, true, false) => match &f.target_problem {
+            Some(p) => format!("connecting to target: {p}"),
+            None => "connecting to target".into(),
+        },
     }
 }
 

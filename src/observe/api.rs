@@ -36,6 +36,12 @@ pub struct FlowDoc {
     pub source_connected: bool,
     /// The target cluster answered.
     pub target_connected: bool,
+    /// Why the source is not connected (the last error), while it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_problem: Option<String>,
+    /// Why the target is not connected (the last error), while it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_problem: Option<String>,
     /// Why the flow stopped, if it did.
     pub stopped: Option<String>,
     /// Records replicated by this process.

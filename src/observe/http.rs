@@ -305,6 +305,8 @@ impl Server {
                         serde_json::json!({
                             "name": f.name,
                             "source_connected": f.source_connected,
+                            "source_problem": f.source_problem,
+                            "target_problem": f.target_problem,
                             "target_connected": f.target_connected,
                             "stopped": f.stopped,
                             "stopped_partitions": stopped_partitions,

@@ -100,6 +100,9 @@ struct FlowFacts {
     target: Arc<str>,
     source_connected: bool,
     target_connected: bool,
+    /// Why the source (target) is not connected, when known.
+    source_problem: Option<String>,
+    target_problem: Option<String>,
     stopped: Option<String>,
     latency: Histogram,
     window_max: Option<f64>,
@@ -116,6 +119,8 @@ impl FlowFacts {
             target: Arc::from(target),
             source_connected: false,
             target_connected: false,
+            source_problem: None,
+            target_problem: None,
             stopped: None,
             latency: Histogram::new(LATENCY_BUCKETS),
             window_max: None,
@@ -206,12 +211,27 @@ impl Observer {
     /// A flow reached one of its clusters (`up`), or a request to it failed. Cheap when nothing
     /// changes, so flows may call it on every round.
     pub fn connected(&self, flow: &str, side: Side, up: bool) {
+        self.set_connected(flow, side, up, None);
+    }
+
+    /// A flow's end could not be reached or used because of `problem` (one line, for `/ready`
+    /// and the API until the end answers again).
+    pub fn disconnected(&self, flow: &str, side: Side, problem: String) {
+        self.set_connected(flow, side, false, Some(problem));
+    }
+
+    fn set_connected(&self, flow: &str, side: Side, up: bool, problem: Option<String>) {
         let changed = self.facts(|f| {
             let x = f.get_mut(flow)?;
-            let slot = match side {
-                Side::Source => &mut x.source_connected,
-                Side::Target => &mut x.target_connected,
+            let (slot, why) = match side {
+                Side::Source => (&mut x.source_connected, &mut x.source_problem),
+                Side::Target => (&mut x.target_connected, &mut x.target_problem),
             };
+            if up {
+                *why = None;
+            } else if problem.is_some() {
+                *why = problem;
+            }
             if *slot == up {
                 return None;
             }
@@ -582,6 +602,8 @@ fn flow_doc(s: &FlowStatus, facts: Option<&FlowFacts>, with_series: bool) -> Flo
         target,
         source_connected: facts.is_some_and(|x| x.source_connected),
         target_connected: facts.is_some_and(|x| x.target_connected),
+        source_problem: facts.and_then(|x| x.source_problem.clone()),
+        target_problem: facts.and_then(|x| x.target_problem.clone()),
         stopped: facts.and_then(|x| x.stopped.clone()),
         records: s.partitions.iter().map(|p| p.records).sum(),
         bytes: s.partitions.iter().map(|p| p.bytes).sum(),
@@ -659,6 +681,29 @@ mod tests {
             .contains("strait_flow_connected{flow=\"a->b\"} 0\n"));
         o.connected("a->b", Side::Target, true);
         assert!(o.ready());
+        // A reason for a lost end shows in the documents until the end answers again.
+        o.disconnected(
+            "a->b",
+            Side::Source,
+            "cannot obtain credentials: 401".into(),
+        );
+        assert!(!o.ready());
+        let problem = |o: &Observer| {
+            let st = FlowStatus {
+                name: "a->b".into(),
+                ..Default::default()
+            };
+            o.status_doc(&[st], 0, false).flows[0]
+                .source_problem
+                .clone()
+        };
+        assert_eq!(
+            problem(&o).as_deref(),
+            Some("cannot obtain credentials: 401")
+        );
+        o.connected("a->b", Side::Source, true);
+        assert!(o.ready());
+        assert_eq!(problem(&o), None);
         o.stopped("a->b", Some("boom".into()));
         assert!(!o.ready());
         o.connected("a->b", Side::Source, true);

@@ -126,7 +126,10 @@ impl Duties {
             if self.cfg.emit_heartbeats && now >= next_heartbeat {
                 if self.active() {
                     let beat = self.heartbeat().await;
-                    self.obs.connected(&name, Side::Target, beat.is_ok());
+                    match &beat {
+                        Ok(_) => self.obs.connected(&name, Side::Target, true),
+                        Err(e) => self.obs.disconnected(&name, Side::Target, e.to_string()),
+                    }
                     if let Err(e) = beat {
                         tracing::warn!(flow = %name, "heartbeat failed: {e}");
                         self.obs.error(&name, "heartbeat");

@@ -242,12 +242,16 @@ impl FlowTask {
         } = self;
         let name = flow.name();
         let o = Some(obs.clone());
-        let Some(source) = connect_observed(&config, &flow.source, &mut shutdown, o).await? else {
+        let end = Some((name.as_str(), Side::Source));
+        let Some(source) = connect_observed(&config, &flow.source, &mut shutdown, o, end).await?
+        else {
             return Ok(());
         };
         obs.connected(&name, Side::Source, true);
         let o = Some(obs.clone());
-        let Some(target) = connect_observed(&config, &flow.target, &mut shutdown, o).await? else {
+        let end = Some((name.as_str(), Side::Target));
+        let Some(target) = connect_observed(&config, &flow.target, &mut shutdown, o, end).await?
+        else {
             return Ok(());
         };
         obs.connected(&name, Side::Target, true);

@@ -585,7 +585,7 @@ impl Flow {
             target: &self.target,
         };
         let orders = self.path.poll_fetch(now, &view);
-        let mut failed = false;
+        let mut failed = None;
         for FetchOrder {
             id,
             leader,
@@ -607,14 +607,17 @@ impl Flow {
                 Err(e) => {
                     tracing::warn!(flow = %name, "fetch round failed: {e}");
                     self.path.handle_fetch_unsent(now, id);
-                    failed = true;
+                    failed = Some(e.to_string());
                 }
             }
         }
-        if failed {
-            self.obs.error(&name, "fetch");
+        match failed {
+            Some(problem) => {
+                self.obs.error(&name, "fetch");
+                self.obs.disconnected(&name, Side::Source, problem);
+            }
+            None => self.obs.connected(&name, Side::Source, true),
         }
-        self.obs.connected(&name, Side::Source, !failed);
     }
 
     /// Writes the Produce requests the data path plans, up to [`MAX_IN_FLIGHT`].
@@ -634,7 +637,7 @@ impl Flow {
             if orders.is_empty() {
                 return;
             }
-            let mut failed = false;
+            let mut failed = None;
             for order in orders {
                 match self
                     .target
@@ -649,13 +652,13 @@ impl Flow {
                     Err(e) => {
                         tracing::warn!(flow = %name, "produce failed: {e}");
                         self.path.handle_produce_unsent(order.id);
-                        failed = true;
+                        failed = Some(e.to_string());
                     }
                 }
             }
-            if failed {
+            if let Some(problem) = failed {
                 self.obs.error(&name, "produce");
-                self.obs.connected(&name, Side::Target, false);
+                self.obs.disconnected(&name, Side::Target, problem);
                 return;
             }
             self.obs.connected(&name, Side::Target, true);

@@ -34,7 +34,7 @@ use tokio::sync::watch;
 use crate::client::{Cluster, ClusterConfig, ConnectionConfig, TlsClient};
 use crate::config::{ClusterSettings, Config};
 use crate::error::{Error, Result};
-use crate::observe::Observer;
+use crate::observe::{Observer, Side};
 
 pub use engine::{run, spawn, Engine};
 
@@ -97,15 +97,17 @@ pub async fn connect(
     alias: &str,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Option<Arc<Cluster>>> {
-    connect_observed(config, alias, shutdown, None).await
+    connect_observed(config, alias, shutdown, None, None).await
 }
 
-/// [`connect`], reporting the cluster's requests to `observer`.
+/// [`connect`], reporting the cluster's requests to `observer`, and each failed attempt as
+/// the problem of `flow`'s end (a flow name and its side) until it connects.
 pub async fn connect_observed(
     config: &Config,
     alias: &str,
     shutdown: &mut watch::Receiver<bool>,
     observer: Option<Arc<Observer>>,
+    flow: Option<(&str, Side)>,
 ) -> Result<Option<Arc<Cluster>>> {
     let settings = cluster_settings(config, alias)?;
     let client = cluster_config(settings)?;
@@ -117,6 +119,10 @@ pub async fn connect_observed(
             Ok(c) => return Ok(Some(Arc::new(c))),
             Err(e) if e.is_security() => return Err(e.cluster(alias)),
             Err(e) => {
+                let e = e.cluster(alias);
+                if let (Some(o), Some((flow, side))) = (&observer, flow) {
+                    o.disconnected(flow, side, e.to_string());
+                }
                 tracing::error!(cluster = %alias, "cannot reach the cluster, retrying in {backoff:?}: {e}");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}

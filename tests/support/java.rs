@@ -46,6 +46,11 @@ pub fn compile(name: &str) -> JavaProgram {
 }
 
 impl JavaProgram {
+    /// The folder of its compiled classes (for another JVM's class path).
+    pub fn classes(&self) -> &Path {
+        &self.classes
+    }
+
     /// Runs the program with `args`, `stdin` on its standard input; returns its standard
     /// output, and panics with both outputs if it fails.
     pub fn run(&self, args: &[&str], stdin: &str) -> String {

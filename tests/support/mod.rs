@@ -11,14 +11,19 @@
 //! - [`wire`]: Kafka framing helpers and an ApiVersions probe.
 //! - [`certs`]: test certificates generated at test time (CA, server, client, unrelated CA).
 //! - [`java`]: Java programs of `tests/java/`, compiled against Apache Kafka's jars and run.
+//! - [`load`]: continuous production, and the exactly-once check after it.
+//! - [`oidc`]: an OIDC identity provider on loopback (token endpoint and JWKS, RS256).
 #![allow(dead_code, unused_imports)]
 
 pub mod broker;
 pub mod certs;
+pub mod cli;
 pub mod data;
 pub mod java;
 pub mod kafka;
 pub mod leaders;
+pub mod load;
+pub mod oidc;
 pub mod proxy;
 pub mod records;
 pub mod strait;

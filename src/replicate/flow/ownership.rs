@@ -102,8 +102,12 @@ impl Flow {
         let src = self.source.metadata(Some(&[])).await;
         let dst = self.target.metadata(Some(&[])).await;
         let name = self.name();
-        self.obs.connected(&name, Side::Source, src.is_ok());
-        self.obs.connected(&name, Side::Target, dst.is_ok());
+        for (side, r) in [(Side::Source, &src), (Side::Target, &dst)] {
+            match r {
+                Ok(_) => self.obs.connected(&name, side, true),
+                Err(e) => self.obs.disconnected(&name, side, e.to_string()),
+            }
+        }
         match (src, dst) {
             (Ok(_), Ok(_)) => self.health = (Instant::now(), None),
             (Err(e), _) => self.health.1 = Some(format!("cluster {}: {e}", self.source.name())),
