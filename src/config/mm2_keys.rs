@@ -54,6 +54,9 @@ fn is_client_key(key: &str) -> bool {
     MM2_CLIENT_KEYS.contains(&key) || super::oauth::MM2_KEYS.contains(&key)
 }
 
+/// The note on the older MSK IAM mechanism.
+const MSK_IAM_MAPPED: &str = "strait authenticates with the same IAM credentials over OAUTHBEARER (MSK's IAM listeners accept both mechanisms); the IAMLoginModule options awsProfileName, awsRoleArn, awsRoleSessionName and awsStsRegion are kept";
+
 /// MM2's default topic filter, which strait's `topics` / `topics.exclude` implement.
 const DEFAULT_TOPIC_FILTER_CLASS: &str = "org.apache.kafka.connect.mirror.DefaultTopicFilter";
 /// MM2's default group filter, which strait's `groups` / `groups.exclude` implement.
@@ -246,6 +249,11 @@ pub(super) fn sorted_notes(mut notes: Vec<(usize, String)>) -> Vec<String> {
 impl KeyNotes<'_> {
     /// Why `key` (set to `value`) has no effect, or `None` when strait reads it.
     fn reason(&self, key: &str, value: &str) -> Option<String> {
+        if (key == "sasl.mechanism" || key.ends_with(".sasl.mechanism"))
+            && value.trim().eq_ignore_ascii_case("AWS_MSK_IAM")
+        {
+            return Some(MSK_IAM_MAPPED.to_string());
+        }
         let alias_head = key
             .split_once('.')
             .filter(|(head, _)| self.aliases.contains(*head));

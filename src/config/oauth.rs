@@ -30,6 +30,11 @@ const OIDC_HANDLERS: &[&str] = &[
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
 ];
 
+/// The login callback handler of Amazon MSK IAM over OAUTHBEARER.
+const MSK_HANDLER: &str = "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler";
+/// The login module of the older `AWS_MSK_IAM` mechanism.
+pub(super) const MSK_MODULE: &str = "software.amazon.msk.auth.iam.IAMLoginModule";
+
 /// The TOML keys of OAUTHBEARER settings.
 pub(super) const TOML_KEYS: &[&str] = &[
     "sasl_oauthbearer_token_endpoint_url",
@@ -47,7 +52,16 @@ pub(super) const TOML_KEYS: &[&str] = &[
     "sasl_login_refresh_buffer_secs",
     "sasl_login_retry_backoff_ms",
     "sasl_login_retry_backoff_max_ms",
+    "sasl_oauthbearer_provider",
+    "sasl_aws_region",
+    "sasl_aws_profile",
+    "sasl_aws_role_arn",
+    "sasl_aws_role_session_name",
+    "sasl_aws_sts_region",
 ];
+
+/// The values of `sasl_oauthbearer_provider`.
+const PROVIDERS: &str = "oidc, aws_msk_iam";
 
 /// The mm2.properties keys read here (per cluster or global).
 pub(super) const MM2_KEYS: &[&str] = &[
@@ -65,6 +79,7 @@ pub(super) const MM2_KEYS: &[&str] = &[
     "sasl.login.refresh.buffer.seconds",
     "sasl.login.retry.backoff.ms",
     "sasl.login.retry.backoff.max.ms",
+    "sasl.client.callback.handler.class",
 ];
 
 /// OAUTHBEARER settings as read, before they are checked.
@@ -81,6 +96,9 @@ pub(super) struct OAuthParts {
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     refresh: RefreshSettings,
+    /// `sasl_oauthbearer_provider = "aws_msk_iam"` (or MSK's login handler in mm2).
+    msk: bool,
+    aws: AwsParts,
     /// The first field set, for "set, but the mechanism is ..." errors.
     first: Option<&'static str>,
     /// Settings made in code (validation of a built configuration), kept whole.
@@ -142,7 +160,26 @@ impl OAuthParts {
             "sasl_login_refresh_min_period_secs" => self.refresh.min_period = secs()?,
             "sasl_login_refresh_buffer_secs" => self.refresh.buffer = secs()?,
             "sasl_login_retry_backoff_ms" => self.refresh.retry_backoff = ms()?,
-            _ => self.refresh.retry_backoff_max = ms()?,
+            "sasl_login_retry_backoff_max_ms" => self.refresh.retry_backoff_max = ms()?,
+            "sasl_oauthbearer_provider" => {
+                self.msk = match s()?.as_str() {
+                    "oidc" => false,
+                    "aws_msk_iam" => true,
+                    other => {
+                        return Err(ConfigError::new(
+                            file,
+                            kpath,
+                            format!("unknown token provider `{other}`"),
+                        )
+                        .allowed(PROVIDERS))
+                    }
+                }
+            }
+            "sasl_aws_region" => self.aws.region = Some(s()?),
+            "sasl_aws_profile" => self.aws.profile = Some(s()?),
+            "sasl_aws_role_arn" => self.aws.role_arn = Some(s()?),
+            "sasl_aws_role_session_name" => self.aws.role_session_name = Some(s()?),
+            _ => self.aws.sts_region = Some(s()?),
         }
         self.mark(field);
         Ok(true)
@@ -153,6 +190,16 @@ impl OAuthParts {
         if let Some(made) = self.made {
             check_settings(&made)?;
             return Ok(made);
+        }
+        if self.msk {
+            return self.finish_msk();
+        }
+        if let Some(field) = self.aws_field() {
+            return Err((
+                field,
+                "set, but the token provider is OIDC (set sasl_oauthbearer_provider = \"aws_msk_iam\")"
+                    .to_string(),
+            ));
         }
         let url = self.url.ok_or((
             "sasl_oauthbearer_token_endpoint_url",
@@ -190,6 +237,94 @@ impl OAuthParts {
     }
 }
 
+/// The AWS settings of MSK IAM, as read.
+#[derive(Default)]
+struct AwsParts {
+    region: Option<String>,
+    profile: Option<String>,
+    role_arn: Option<String>,
+    role_session_name: Option<String>,
+    sts_region: Option<String>,
+}
+
+impl OAuthParts {
+    /// The first AWS field set, if any.
+    fn aws_field(&self) -> Option<&'static str> {
+        let a = &self.aws;
+        [
+            ("sasl_aws_region", a.region.is_some()),
+            ("sasl_aws_profile", a.profile.is_some()),
+            ("sasl_aws_role_arn", a.role_arn.is_some()),
+            ("sasl_aws_role_session_name", a.role_session_name.is_some()),
+            ("sasl_aws_sts_region", a.sts_region.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set)
+        .map(|(f, _)| f)
+    }
+
+    /// MSK IAM settings: no client credentials, no extensions.
+    #[cfg(feature = "aws-msk-iam")]
+    fn finish_msk(self) -> Result<OAuthSettings, (&'static str, String)> {
+        let oidc = [
+            ("sasl_oauthbearer_token_endpoint_url", self.url.is_some()),
+            ("sasl_oauthbearer_client_id", self.client_id.is_some()),
+            (
+                "sasl_oauthbearer_client_secret",
+                self.client_secret.is_some(),
+            ),
+            ("sasl_oauthbearer_extensions", !self.extensions.is_empty()),
+        ];
+        if let Some((field, _)) = oidc.into_iter().find(|(_, set)| *set) {
+            return Err((
+                field,
+                "set, but the token provider is aws_msk_iam (IAM credentials come from the AWS chain)"
+                    .to_string(),
+            ));
+        }
+        let a = self.aws;
+        let msk = crate::sasl::oauth::msk_iam::MskIam {
+            region: a.region,
+            profile: a.profile,
+            role_arn: a.role_arn,
+            role_session_name: a.role_session_name,
+            sts_region: a.sts_region,
+        };
+        let mut o = OAuthSettings::new(TokenProvider::MskIam(msk));
+        o.refresh = self.refresh;
+        check_settings(&o)?;
+        Ok(o)
+    }
+
+    /// MSK IAM needs the `aws-msk-iam` feature.
+    #[cfg(not(feature = "aws-msk-iam"))]
+    fn finish_msk(self) -> Result<OAuthSettings, (&'static str, String)> {
+        Err((
+            "sasl_oauthbearer_provider",
+            "aws_msk_iam needs strait built with the `aws-msk-iam` feature".to_string(),
+        ))
+    }
+}
+
+/// Fills in an MSK IAM cluster's region from its bootstrap host names when none is set.
+pub(super) fn fill_msk_region(c: &mut super::ClusterSettings) {
+    #[cfg(feature = "aws-msk-iam")]
+    {
+        use crate::sasl::oauth::msk_iam::region_of_host;
+        use crate::sasl::SaslCredentials;
+        let region = c.bootstrap_servers.iter().find_map(|b| region_of_host(b));
+        if let Some(SaslCredentials::OAuthBearer(o)) = c.sasl.as_mut().map(|s| &mut s.credentials) {
+            if let TokenProvider::MskIam(m) = &mut o.provider {
+                if m.region.is_none() {
+                    m.region = region;
+                }
+            }
+        }
+    }
+    #[cfg(not(feature = "aws-msk-iam"))]
+    let _ = c;
+}
+
 /// Checks settings however they were made.
 fn check_settings(o: &OAuthSettings) -> Result<(), (&'static str, String)> {
     match &o.provider {
@@ -200,6 +335,8 @@ fn check_settings(o: &OAuthSettings) -> Result<(), (&'static str, String)> {
             };
             (field, p)
         })?,
+        #[cfg(feature = "aws-msk-iam")]
+        TokenProvider::MskIam(_) => {}
     }
     for (k, v) in &o.extensions {
         check_extension(k, v).map_err(|p| ("sasl_oauthbearer_extensions", p))?;
@@ -270,13 +407,15 @@ pub(super) fn mm2_parts(
     let mut p = OAuthParts::default();
     if let Some((class, at)) = get("sasl.login.callback.handler.class") {
         let class = class.trim();
-        if !OIDC_HANDLERS.contains(&class) {
+        if class == MSK_HANDLER {
+            p.set_msk();
+        } else if !OIDC_HANDLERS.contains(&class) {
             return Err(at
                 .error(
                     file,
                     format!("login callback handler {class} is not supported"),
                 )
-                .allowed(OIDC_HANDLERS.join(", ")));
+                .allowed(format!("{}, {MSK_HANDLER}", OIDC_HANDLERS.join(", "))));
         }
     }
     let text = |key: &str| get(key).map(|(v, _)| v.trim().to_string());
@@ -332,6 +471,25 @@ pub(super) fn mm2_parts(
 }
 
 impl OAuthParts {
+    /// Marks the parts as MSK IAM (`sasl.mechanism = AWS_MSK_IAM`).
+    pub(super) fn set_msk(&mut self) {
+        self.msk = true;
+        self.mark("sasl_oauthbearer_provider");
+    }
+
+    /// The older `AWS_MSK_IAM` mechanism: its `IAMLoginModule` options become MSK IAM over
+    /// OAUTHBEARER.
+    pub(super) fn mm2_msk_module(
+        &mut self,
+        file: &str,
+        at: &Where,
+        options: &[(String, String)],
+        providers: &[(String, ProviderKind)],
+    ) -> Result<(), ConfigError> {
+        self.set_msk();
+        self.mm2_jaas(file, at, options, providers)
+    }
+
     /// Reads the `OAuthBearerLoginModule` options: `clientId`, `clientSecret`, `scope`,
     /// `extension_<name>`, and the token endpoint's `ssl.truststore.location` /
     /// `ssl.truststore.certificates` (PEM). Options of Kafka's unsecured development login
@@ -349,6 +507,10 @@ impl OAuthParts {
                     .map_err(|p| at.error(file, format!("option `{key}`: {p}")))
             };
             match key.as_str() {
+                "awsProfileName" => self.aws.profile = Some(value.clone()),
+                "awsRoleArn" => self.aws.role_arn = Some(value.clone()),
+                "awsRoleSessionName" => self.aws.role_session_name = Some(value.clone()),
+                "awsStsRegion" => self.aws.sts_region = Some(value.clone()),
                 "clientId" => self.client_id = Some(secret()?.expose().to_string()),
                 "clientSecret" => self.client_secret = Some(secret()?),
                 "scope" => self.scope = Some(value.clone()),
@@ -375,7 +537,9 @@ impl OAuthParts {
                 }
             }
         }
-        self.mark("sasl_oauthbearer_client_id");
+        if !self.msk {
+            self.mark("sasl_oauthbearer_client_id");
+        }
         Ok(())
     }
 }
@@ -398,6 +562,8 @@ mod tests {
     fn cc(o: &OAuthSettings) -> &ClientCredentials {
         match &o.provider {
             TokenProvider::ClientCredentials(c) => c,
+            #[allow(unreachable_patterns)]
+            other => panic!("not client credentials: {other:?}"),
         }
     }
 
@@ -510,6 +676,73 @@ sasl_login_retry_backoff_max_ms = 5000
         let b = oauth(&c.clusters["b"]);
         assert_eq!(cc(b).client_id, "c2");
         assert!(c.unsupported.is_empty(), "{:?}", c.unsupported);
+    }
+
+    #[cfg(feature = "aws-msk-iam")]
+    fn msk(c: &crate::config::ClusterSettings) -> &crate::sasl::oauth::msk_iam::MskIam {
+        match &oauth(c).provider {
+            TokenProvider::MskIam(m) => m,
+            other => panic!("not MSK IAM: {other:?}"),
+        }
+    }
+
+    #[cfg(feature = "aws-msk-iam")]
+    #[test]
+    fn msk_iam_in_toml_and_as_msk_documents_it_in_mm2() {
+        let c = parse_toml(
+            r#"
+[clusters.a]
+bootstrap_servers = "b-1.demo.abc123.c2.kafka.eu-west-1.amazonaws.com:9098"
+security_protocol = "SASL_SSL"
+sasl_mechanism = "OAUTHBEARER"
+sasl_oauthbearer_provider = "aws_msk_iam"
+sasl_aws_profile = "msk"
+"#,
+            "s.toml",
+        )
+        .unwrap();
+        let m = msk(&c.clusters["a"]);
+        assert_eq!(m.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(m.profile.as_deref(), Some("msk"));
+        let e = parse_toml(
+            "[clusters.a]\nbootstrap_servers = \"h:1\"\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"OAUTHBEARER\"\nsasl_oauthbearer_provider = \"aws_msk_iam\"\nsasl_oauthbearer_client_id = \"c\"\n",
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_oauthbearer_client_id");
+        let e = parse_toml(
+            "[clusters.a]\nbootstrap_servers = \"h:1\"\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"OAUTHBEARER\"\nsasl_aws_region = \"x\"\n",
+            "s.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "clusters.a.sasl_aws_region");
+
+        let c = mm2_with(
+            "a.security.protocol = SASL_SSL\n\
+             a.sasl.mechanism = OAUTHBEARER\n\
+             a.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n\
+             a.sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n\
+             a.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler\n\
+             b.security.protocol = SASL_SSL\n\
+             b.sasl.mechanism = AWS_MSK_IAM\n\
+             b.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName=\"prod\" awsRoleArn=\"arn:aws:iam::123456789012:role/msk\" awsRoleSessionName=\"repl\" awsStsRegion=\"us-east-1\";\n\
+             b.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler\n",
+        );
+        assert_eq!(msk(&c.clusters["a"]), &Default::default());
+        let b = msk(&c.clusters["b"]);
+        assert_eq!(b.profile.as_deref(), Some("prod"));
+        assert_eq!(
+            b.role_arn.as_deref(),
+            Some("arn:aws:iam::123456789012:role/msk")
+        );
+        assert_eq!(b.role_session_name.as_deref(), Some("repl"));
+        assert_eq!(b.sts_region.as_deref(), Some("us-east-1"));
+        assert_eq!(
+            c.clusters["b"].sasl.as_ref().unwrap().mechanism,
+            SaslMechanism::OAuthBearer
+        );
+        assert_eq!(c.unsupported.len(), 1, "{:?}", c.unsupported);
+        assert!(c.unsupported[0].starts_with("b.sasl.mechanism: strait authenticates with the same IAM credentials over OAUTHBEARER"), "{:?}", c.unsupported);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::secret::{ProviderKind, Secret};
 
 use super::error::{ConfigError, Where};
 use super::mm2::{mm2_list, Lookup};
-use super::oauth::{self, OAuthParts, OAUTH_MODULE};
+use super::oauth::{self, OAuthParts, MSK_MODULE, OAUTH_MODULE};
 use super::properties::{parse_jaas, Props};
 use super::toml::{toml_str, unknown_key, wrong_type};
 use super::{ClusterSettings, SecurityProtocol};
@@ -273,6 +273,7 @@ pub(super) fn mm2_security(
     c.sasl = sasl
         .finish(c.security_protocol)
         .map_err(|(field, p)| field_at(field).error(file, p))?;
+    oauth::fill_msk_region(c);
     if !protocol.uses_tls() {
         return Ok(());
     }
@@ -291,12 +292,18 @@ fn mm2_sasl(
         ..SaslParts::default()
     };
     if let Some((v, at)) = get("sasl.mechanism") {
-        sasl.mechanism = Some(SaslMechanism::parse(v).ok_or_else(|| {
+        if v.trim().eq_ignore_ascii_case("AWS_MSK_IAM") {
+            // Served over OAUTHBEARER (see the key's note in `Config::unsupported`).
+            sasl.mechanism = Some(SaslMechanism::OAuthBearer);
+            sasl.oauth.set_msk();
+        }
+        let mechanism = sasl.mechanism.or_else(|| SaslMechanism::parse(v));
+        sasl.mechanism = Some(mechanism.ok_or_else(|| {
             at.error(
                 file,
                 format!("unknown or unsupported SASL mechanism `{}`", v.trim()),
             )
-            .allowed(SaslMechanism::allowed())
+            .allowed(format!("{}, AWS_MSK_IAM", SaslMechanism::allowed()))
         })?);
     }
     if let Some((v, at)) = get("sasl.jaas.config") {
@@ -318,11 +325,13 @@ fn mm2_jaas(
     let module_mechanisms: &[SaslMechanism] = match jaas.module.as_str() {
         PLAIN_MODULE => &[SaslMechanism::Plain],
         SCRAM_MODULE => &[SaslMechanism::ScramSha256, SaslMechanism::ScramSha512],
-        OAUTH_MODULE => &[SaslMechanism::OAuthBearer],
+        OAUTH_MODULE | MSK_MODULE => &[SaslMechanism::OAuthBearer],
         other => {
             return Err(at
                 .error(file, format!("login module {other} is not supported"))
-                .allowed(format!("{PLAIN_MODULE}, {SCRAM_MODULE}, {OAUTH_MODULE}")))
+                .allowed(format!(
+                    "{PLAIN_MODULE}, {SCRAM_MODULE}, {OAUTH_MODULE}, {MSK_MODULE}"
+                )))
         }
     };
     if let Some(m) = sasl.mechanism {
@@ -339,6 +348,11 @@ fn mm2_jaas(
     }
     if jaas.module == OAUTH_MODULE {
         return sasl.oauth.mm2_jaas(file, at, &jaas.options, providers);
+    }
+    if jaas.module == MSK_MODULE {
+        return sasl
+            .oauth
+            .mm2_msk_module(file, at, &jaas.options, providers);
     }
     for (key, value) in &jaas.options {
         let secret = || {

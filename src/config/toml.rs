@@ -423,6 +423,7 @@ fn finish_cluster(
     c.sasl = sasl
         .finish(c.security_protocol)
         .map_err(|(field, problem)| ConfigError::new(file, format!("{path}.{field}"), problem))?;
+    super::oauth::fill_msk_region(&mut c);
     check_security(&c)
         .map_err(|(field, problem)| ConfigError::new(file, format!("{path}.{field}"), problem))?;
     Ok(c)

@@ -11,6 +11,8 @@
 //! callers retry.
 
 pub mod message;
+#[cfg(feature = "aws-msk-iam")]
+pub mod msk_iam;
 pub mod oidc;
 pub mod refresh;
 
@@ -47,6 +49,9 @@ impl std::fmt::Debug for Token {
 pub enum TokenProvider {
     /// An OIDC token endpoint, client credentials grant (KIP-768).
     ClientCredentials(ClientCredentials),
+    /// Amazon MSK IAM: SigV4-signed tokens from the AWS credential chain.
+    #[cfg(feature = "aws-msk-iam")]
+    MskIam(msk_iam::MskIam),
 }
 
 impl TokenProvider {
@@ -56,6 +61,8 @@ impl TokenProvider {
             TokenProvider::ClientCredentials(c) => {
                 format!("the token endpoint {}", c.token_endpoint_url)
             }
+            #[cfg(feature = "aws-msk-iam")]
+            TokenProvider::MskIam(_) => "the AWS MSK IAM signer".to_string(),
         }
     }
 }
@@ -106,7 +113,18 @@ struct Cache {
     failures: u32,
     next_attempt: Option<Instant>,
     last_problem: Option<String>,
-    http: Option<reqwest::Client>,
+    /// What the provider keeps between tokens.
+    client: Option<ProviderClient>,
+}
+
+/// What a provider keeps between tokens.
+#[derive(Clone)]
+enum ProviderClient {
+    /// The HTTP client of a token endpoint.
+    Http(reqwest::Client),
+    /// The AWS credential chain and region.
+    #[cfg(feature = "aws-msk-iam")]
+    Aws(msk_iam::Signer),
 }
 
 impl Cache {
@@ -199,7 +217,7 @@ impl OAuthSettings {
             match c.valid(now) {
                 Some(t) if !c.refresh_due(now) => return Ok(t),
                 None if c.backing_off(now) => return Err(c.backoff_problem(now)),
-                _ => c.http.clone(),
+                _ => c.client.clone(),
             }
         };
         let result = self.fetch(http).await;
@@ -207,7 +225,7 @@ impl OAuthSettings {
         c.refreshing = false;
         let now = Instant::now();
         match result {
-            Ok((t, http)) => {
+            Ok((t, client)) => {
                 let after = self
                     .refresh
                     .refresh_after(t.lifetime, crate::sasl::random_fraction());
@@ -224,7 +242,7 @@ impl OAuthSettings {
                 c.failures = 0;
                 c.next_attempt = None;
                 c.last_problem = None;
-                c.http = Some(http);
+                c.client = Some(client);
                 Ok(t)
             }
             Err(problem) => {
@@ -245,19 +263,28 @@ impl OAuthSettings {
         }
     }
 
-    /// One request to the provider, with the HTTP client kept from the last one.
+    /// One request to the provider, with what it kept from the last one.
     async fn fetch(
         &self,
-        http: Option<reqwest::Client>,
-    ) -> Result<(Token, reqwest::Client), String> {
-        match &self.provider {
-            TokenProvider::ClientCredentials(cc) => {
-                let http = match http {
-                    Some(h) => h,
-                    None => cc.http_client()?,
+        client: Option<ProviderClient>,
+    ) -> Result<(Token, ProviderClient), String> {
+        match (&self.provider, client) {
+            (TokenProvider::ClientCredentials(cc), client) => {
+                let http = match client {
+                    Some(ProviderClient::Http(h)) => h,
+                    _ => cc.http_client()?,
                 };
                 let t = cc.fetch(&http).await?;
-                Ok((t, http))
+                Ok((t, ProviderClient::Http(http)))
+            }
+            #[cfg(feature = "aws-msk-iam")]
+            (TokenProvider::MskIam(m), client) => {
+                let signer = match client {
+                    Some(ProviderClient::Aws(s)) => s,
+                    _ => msk_iam::Signer::new(m).await?,
+                };
+                let t = signer.token().await?;
+                Ok((t, ProviderClient::Aws(signer)))
             }
         }
     }
