@@ -101,6 +101,7 @@ mod mm2;
 mod mm2_keys;
 mod properties;
 mod security;
+mod stores;
 #[cfg(test)]
 mod testing;
 mod toml;
@@ -116,7 +117,7 @@ pub use crate::mirror::{GroupFilter, GroupFilters};
 pub use crate::records::recompress::Recompress;
 pub use crate::sasl::{SaslMechanism, SaslSettings};
 pub use crate::secret::{Secret, SecretSource};
-pub use crate::tls::TlsSettings;
+pub use crate::tls::{StoreFile, StoreType, StoreTypeChoice, TlsSettings};
 
 pub use self::error::ConfigError;
 pub use self::mm2::parse_mm2;
@@ -184,6 +185,13 @@ pub struct HttpSettings {
     pub tls_cert: Option<std::path::PathBuf>,
     /// PEM private key for TLS.
     pub tls_key: Option<std::path::PathBuf>,
+    /// A key store (JKS, PKCS#12 or PEM) with the server key and certificate chain, instead of
+    /// [`HttpSettings::tls_cert`] and [`HttpSettings::tls_key`].
+    pub tls_keystore: Option<StoreFile>,
+    /// The password of the key in [`HttpSettings::tls_keystore`] (default: the store password).
+    pub tls_key_password: Option<Secret>,
+    /// Which key of [`HttpSettings::tls_keystore`] to use when it holds several.
+    pub tls_keystore_alias: Option<String>,
     /// Bearer token required on every request, if set.
     pub token: Option<Secret>,
 }
@@ -196,6 +204,9 @@ impl HttpSettings {
             allow_remote: false,
             tls_cert: None,
             tls_key: None,
+            tls_keystore: None,
+            tls_key_password: None,
+            tls_keystore_alias: None,
             token: None,
         }
     }
@@ -271,12 +282,16 @@ impl ClusterSettings {
     /// Secrets of this cluster written in clear in the configuration file, described by
     /// cluster and role (never by value).
     pub fn literal_secrets(&self) -> Vec<String> {
-        match &self.sasl {
+        let mut out = match &self.sasl {
             Some(s) if s.password.source() == &SecretSource::Literal => {
                 vec![format!("the SASL password of cluster {}", self.alias)]
             }
             _ => Vec::new(),
+        };
+        for role in self.tls.literal_secrets() {
+            out.push(format!("{role} of cluster {}", self.alias));
         }
+        out
     }
 }
 

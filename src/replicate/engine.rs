@@ -142,8 +142,16 @@ fn bind_http(config: &Config) -> std::result::Result<Option<Listener>, Replicato
     };
     let (socket, local) =
         observe::http::bind(&h.addr).map_err(|e| failed(format!("cannot listen: {e}")))?;
-    let tls = match (&h.tls_cert, &h.tls_key) {
-        (Some(cert), Some(key)) => {
+    let tls = match (&h.tls_keystore, &h.tls_cert, &h.tls_key) {
+        (Some(store), _, _) => Some(
+            crate::tls::server_config_from_store(
+                store,
+                h.tls_key_password.as_ref(),
+                h.tls_keystore_alias.as_deref(),
+            )
+            .map_err(|e| failed(format!("TLS: {e}")))?,
+        ),
+        (None, Some(cert), Some(key)) => {
             Some(crate::tls::server_config(cert, key).map_err(|e| failed(format!("TLS: {e}")))?)
         }
         _ => None,
