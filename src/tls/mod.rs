@@ -367,6 +367,43 @@ mod tests {
     }
 
     #[test]
+    fn inline_pem_key_store_and_encrypted_key_file() {
+        let (cert, key) = self_signed();
+        let s = TlsSettings {
+            ca_pem: Some(cert.clone()),
+            certificate_pem: Some(cert.clone()),
+            key_pem: Some(Secret::literal(&key)),
+            ..TlsSettings::default()
+        };
+        assert!(client_config(&s)
+            .unwrap()
+            .client_auth_cert_resolver
+            .has_certs());
+        let s = TlsSettings {
+            ca_pem: Some(cert.clone()),
+            certificate_pem: Some(cert.clone()),
+            key_pem: Some(Secret::literal("-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n")),
+            ..TlsSettings::default()
+        };
+        let e = client_config(&s).unwrap_err();
+        assert!(
+            e.starts_with("inline private key:") && !e.contains("c2VjcmV0"),
+            "{e}"
+        );
+        // A key password on a PEM key file that is not encrypted is not needed, and harmless.
+        let c = temp("pw.crt", &cert);
+        let k = temp("pw.key", &key);
+        let s = TlsSettings {
+            ca_file: Some(c.clone()),
+            certificate_file: Some(c),
+            key_file: Some(k),
+            key_password: Some(Secret::literal("unused")),
+            ..TlsSettings::default()
+        };
+        assert!(client_config(&s).is_ok());
+    }
+
+    #[test]
     fn server_names() {
         assert_eq!(
             server_name("broker1.example.com:9093", None).unwrap(),

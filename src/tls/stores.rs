@@ -468,3 +468,149 @@ pub(crate) fn pem_private_key(
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, data: &[u8]) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("strait-stores-{}-{name}", std::process::id()));
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+
+    /// A self-signed certificate and its PKCS#8 key, PEM.
+    fn cert_and_key() -> (String, String) {
+        let c = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        (c.cert.pem(), c.signing_key.serialize_pem())
+    }
+
+    /// `key_pem` (PKCS#8) encrypted with PBES2 (PBKDF2-SHA256, AES-256-CBC), as PEM.
+    fn encrypt(key_pem: &str, password: &str) -> String {
+        use base64::Engine as _;
+        let der = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+        let info = pkcs8::PrivateKeyInfoRef::from_der(der.secret_der()).unwrap();
+        let params = pkcs8::pkcs5::pbes2::Parameters::generate_pbkdf2_sha256_aes256cbc(
+            2048, &[9; 16], [3; 16],
+        )
+        .unwrap();
+        let enc = info.encrypt_with_params(params, password).unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(enc.as_bytes());
+        let lines: Vec<&str> = b64
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!("{ENCRYPTED_BEGIN}\n{}\n{ENCRYPTED_END}\n", lines.join("\n"))
+    }
+
+    #[test]
+    fn store_types_and_detection() {
+        assert_eq!(StoreType::parse(" pkcs12 "), Some(StoreType::Pkcs12));
+        assert_eq!(StoreType::parse("jks"), Some(StoreType::Jks));
+        assert_eq!(StoreType::parse("Pem"), Some(StoreType::Pem));
+        assert_eq!(StoreType::parse("JCEKS"), None);
+        assert_eq!(detect(&[0xFE, 0xED, 0xFE, 0xED, 0]), Some(StoreType::Jks));
+        assert_eq!(detect(&[0x30, 0x82]), Some(StoreType::Pkcs12));
+        assert_eq!(
+            detect(b"# ca\n-----BEGIN CERTIFICATE-----\n"),
+            Some(StoreType::Pem)
+        );
+        assert_eq!(detect(b"hello"), None);
+        let p = temp("jceks", &[0xCE, 0xCE, 0xCE, 0xCE, 0, 0, 0, 2]);
+        let e = load_trust_store(&StoreFile::new(&p)).unwrap_err();
+        assert!(
+            e.contains("JCEKS") && e.contains(&p.display().to_string()),
+            "{e}"
+        );
+        let e = load_trust_store(&StoreFile::new("/nonexistent/t.jks")).unwrap_err();
+        assert_eq!(
+            e,
+            "trust store /nonexistent/t.jks: cannot read: entity not found"
+        );
+    }
+
+    #[test]
+    fn pem_key_store_plain_and_encrypted() {
+        let (cert, key) = cert_and_key();
+        let plain = temp("plain.pem", format!("{key}{cert}").as_bytes());
+        let m = load_key_store(&StoreFile::new(&plain), None, None).unwrap();
+        assert_eq!(m.chain.len(), 1);
+        assert!(!format!("{m:?}").contains("BEGIN"));
+
+        let pw = Secret::literal("pem-Key-Pw-55");
+        let enc = temp(
+            "enc.pem",
+            format!("{}{cert}", encrypt(&key, "pem-Key-Pw-55")).as_bytes(),
+        );
+        let mut store = StoreFile::new(&enc);
+        store.store_type = StoreTypeChoice::Set(StoreType::Pem);
+        let m = load_key_store(&store, Some(&pw), None).unwrap();
+        assert_eq!(
+            m.key.secret_der(),
+            PrivateKeyDer::from_pem_slice(key.as_bytes())
+                .unwrap()
+                .secret_der()
+        );
+        let e = load_key_store(&store, Some(&Secret::literal("wrong-pw-x")), None).unwrap_err();
+        assert!(e.contains("wrong key password"), "{e}");
+        let e = load_key_store(&store, None, None).unwrap_err();
+        assert!(e.contains("no key password"), "{e}");
+        for e in [&e] {
+            assert!(!e.contains("pem-Key-Pw"), "{e}");
+        }
+
+        // A PEM store has no store password and no aliases; Kafka's default type is JKS.
+        store.password = Some(pw.clone());
+        let e = load_key_store(&store, None, None).unwrap_err();
+        assert!(e.contains("no store password"), "{e}");
+        let e = load_key_store(&StoreFile::new(&plain), None, Some("a")).unwrap_err();
+        assert!(e.contains("no aliases"), "{e}");
+        let mut jks = StoreFile::new(&plain);
+        jks.store_type = StoreTypeChoice::KafkaDefault;
+        let e = load_key_store(&jks, None, None).unwrap_err();
+        assert!(e.contains("no type is set, so it is read as JKS"), "{e}");
+
+        // Certificates only: no private key; a key only: no certificate.
+        let only_cert = temp("cert.pem", cert.as_bytes());
+        let e = load_key_store(&StoreFile::new(&only_cert), None, None).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "key store {}: no private key",
+                only_cert.display()
+            )),
+            "{e}"
+        );
+        let only_key = temp("key.pem", key.as_bytes());
+        let e = load_key_store(&StoreFile::new(&only_key), None, None).unwrap_err();
+        assert!(e.contains("no certificate"), "{e}");
+        let e = load_trust_store(&StoreFile::new(&only_key)).unwrap_err();
+        assert!(e.contains("holds no certificate"), "{e}");
+        assert_eq!(
+            load_trust_store(&StoreFile::new(&only_cert)).unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn binary_type_for_a_pem_file_and_back() {
+        let (cert, _) = cert_and_key();
+        let pem = temp("ca.pem", cert.as_bytes());
+        let mut s = StoreFile::new(&pem);
+        s.store_type = StoreTypeChoice::Set(StoreType::Pkcs12);
+        let e = load_trust_store(&s).unwrap_err();
+        assert!(
+            e.contains("the file is PEM, but the type is set to JKS or PKCS12"),
+            "{e}"
+        );
+        let bin = temp("x.p12", &[0x30, 0x03, 0x02, 0x01, 0x03]);
+        let mut s = StoreFile::new(&bin);
+        s.store_type = StoreTypeChoice::Set(StoreType::Pem);
+        let e = load_trust_store(&s).unwrap_err();
+        assert!(e.contains("the file is binary"), "{e}");
+        s.store_type = StoreTypeChoice::Set(StoreType::Jks);
+        s.password = Some(Secret::literal("pw"));
+        let e = load_trust_store(&s).unwrap_err();
+        assert!(e.contains("corrupt PKCS#12 file"), "{e}");
+    }
+}
