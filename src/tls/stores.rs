@@ -552,12 +552,12 @@ mod tests {
                 .unwrap()
                 .secret_der()
         );
-        let e = load_key_store(&store, Some(&Secret::literal("wrong-pw-x")), None).unwrap_err();
-        assert!(e.contains("wrong key password"), "{e}");
-        let e = load_key_store(&store, None, None).unwrap_err();
-        assert!(e.contains("no key password"), "{e}");
-        for e in [&e] {
-            assert!(!e.contains("pem-Key-Pw"), "{e}");
+        let wrong = load_key_store(&store, Some(&Secret::literal("wrong-pw-x")), None).unwrap_err();
+        assert!(wrong.contains("wrong key password"), "{wrong}");
+        let none = load_key_store(&store, None, None).unwrap_err();
+        assert!(none.contains("no key password"), "{none}");
+        for e in [&wrong, &none] {
+            assert!(!e.contains("pw-x") && !e.contains("BEGIN"), "{e}");
         }
 
         // A PEM store has no store password and no aliases; Kafka's default type is JKS.
