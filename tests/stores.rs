@@ -217,8 +217,16 @@ fn replicate_and_check(
 fn jks_source_and_pkcs12_target_replicate_every_record_once() {
     let pki = TestPki::generate("stores-flow");
     let st = TestStores::generate("flow", &pki.ca_cert);
-    let a = secure_kafka("stores-a", &pki, &st.ca_pem);
-    let b = secure_kafka("stores-b", &pki, &st.ca_pem);
+    // Client certificates signed by the keytool CA, or (inline PEM below) by the rcgen CA.
+    let client_cas = st.dir.join("client-cas.pem");
+    std::fs::write(
+        &client_cas,
+        std::fs::read_to_string(&st.ca_pem).expect("CA")
+            + &std::fs::read_to_string(&pki.ca_cert).expect("CA"),
+    )
+    .expect("write client CAs");
+    let a = secure_kafka("stores-a", &pki, &client_cas);
+    let b = secure_kafka("stores-b", &pki, &client_cas);
     set_store_env();
     let dir = st.dir.clone();
     let mut outputs = String::new();
@@ -315,6 +323,52 @@ fn jks_source_and_pkcs12_target_replicate_every_record_once() {
     assert!(out.status.success(), "{}", text(&out));
     outputs.push_str(&text(&out));
     outputs.push_str(&format!("{parsed:?}"));
+
+    // Inline PEM as the vendors document it (ssl.keystore.certificate.chain, ssl.keystore.key
+    // and ssl.truststore.certificates written over several lines with `\` continuations).
+    let inline = |path: &Path| {
+        std::fs::read_to_string(path)
+            .expect("PEM")
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" \\\n  ")
+    };
+    let inline_mm2 = write_file(
+        &dir,
+        "inline.properties",
+        &format!(
+            "clusters = a, b
+a.bootstrap.servers = {}
+b.bootstrap.servers = 127.0.0.1:1
+             a.security.protocol = SSL
+             a.ssl.truststore.type = PEM
+a.ssl.truststore.certificates = {}
+             a.ssl.keystore.type = PEM
+a.ssl.keystore.certificate.chain = {}
+             a.ssl.keystore.key = {}
+",
+            ssl_listener(&a),
+            inline(&pki.ca_cert),
+            inline(&pki.client_cert),
+            inline(&pki.client_key),
+        ),
+    );
+    let out = probe(&inline_mm2, "a");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("cluster id:  {}\n", a.cluster_id())),
+        "{}",
+        text(&out)
+    );
+    let key_text = std::fs::read_to_string(&pki.client_key).expect("key");
+    let key_line = key_text.lines().nth(1).expect("a base64 line of the key");
+    assert!(
+        !text(&out).contains(key_line),
+        "the inline key shows:\n{}",
+        text(&out)
+    );
     assert_no_secret("strait's output", &outputs, STORE_SECRETS);
 }
 

@@ -129,6 +129,7 @@ fn roots(s: &TlsSettings) -> Result<rustls::RootCertStore, String> {
         given.extend(read_certificates(path)?);
     }
     if let Some(text) = &s.ca_pem {
+        let text = stores::normalize_inline_pem(text);
         let certs = CertificateDer::pem_slice_iter(text.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("inline CA certificates: {}", pem_problem(&e)))?;
@@ -185,13 +186,15 @@ fn client_identity(s: &TlsSettings) -> Result<Option<(String, KeyMaterial)>, Str
         return Ok(Some((format!("key store {}", store.location.display()), m)));
     }
     if let (Some(chain), Some(key)) = (&s.certificate_pem, &s.key_pem) {
+        let chain = stores::normalize_inline_pem(chain);
         let certs = CertificateDer::pem_slice_iter(chain.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("inline certificate chain: {}", pem_problem(&e)))?;
         if certs.is_empty() {
             return Err("inline certificate chain: no PEM certificate".to_string());
         }
-        let key = stores::pem_private_key(key.expose().as_bytes(), s.key_password.as_ref())
+        let key = stores::normalize_inline_pem(key.expose());
+        let key = stores::pem_private_key(key.as_bytes(), s.key_password.as_ref())
             .map_err(|p| format!("inline private key: {p}"))?;
         return Ok(Some((
             "inline key store".to_string(),

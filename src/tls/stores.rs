@@ -421,6 +421,41 @@ fn pem_certificates(data: &[u8]) -> Result<Vec<CertificateDer<'static>>, String>
         .map_err(|e| format!("cannot read PEM certificates: {}", super::pem_problem(&e)))
 }
 
+/// Inline PEM from an mm2.properties, as Kafka reads it: Java's line continuations join a PEM
+/// block into one line (`-----BEGIN CERTIFICATE----- MIIB... -----END CERTIFICATE-----`), so
+/// each `BEGIN`/`END` block is rewritten with its base64 (whitespace removed) in 64-column
+/// lines. Text without a complete block is returned unchanged (and fails to parse later).
+pub(crate) fn normalize_inline_pem(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("-----BEGIN ") {
+        let after = &rest[start + "-----BEGIN ".len()..];
+        let Some(label_end) = after.find("-----") else {
+            break;
+        };
+        let label = &after[..label_end];
+        let body = &after[label_end + 5..];
+        let end_marker = format!("-----END {label}-----");
+        let Some(body_end) = body.find(&end_marker) else {
+            break;
+        };
+        let b64: String = body[..body_end].split_whitespace().collect();
+        out.push_str(&format!("-----BEGIN {label}-----\n"));
+        for line in b64.as_bytes().chunks(64) {
+            out.push_str(&String::from_utf8_lossy(line));
+            out.push('\n');
+        }
+        out.push_str(&end_marker);
+        out.push('\n');
+        rest = &body[body_end + end_marker.len()..];
+    }
+    if out.is_empty() {
+        text.to_string()
+    } else {
+        out
+    }
+}
+
 const ENCRYPTED_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
 const ENCRYPTED_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
 
@@ -589,6 +624,39 @@ mod tests {
         assert_eq!(
             load_trust_store(&StoreFile::new(&only_cert)).unwrap().len(),
             1
+        );
+    }
+
+    #[test]
+    fn inline_pem_joined_by_line_continuations() {
+        let (cert, key) = cert_and_key();
+        // What Java's properties reader makes of a block written with `\` continuations.
+        let joined = |pem: &str| {
+            pem.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let two = format!("{} {}", joined(&cert), joined(&cert));
+        let norm = normalize_inline_pem(&two);
+        let certs = CertificateDer::pem_slice_iter(norm.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        assert_eq!(certs.len(), 2);
+        assert_eq!(
+            certs[0],
+            CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()
+        );
+        let k = normalize_inline_pem(&joined(&key));
+        assert!(pem_private_key(k.as_bytes(), None).is_ok());
+        let enc = normalize_inline_pem(&joined(&encrypt(&key, "inline-pw")));
+        let pw = Secret::literal("inline-pw");
+        assert!(pem_private_key(enc.as_bytes(), Some(&pw)).is_ok());
+        assert_eq!(normalize_inline_pem("no pem here"), "no pem here");
+        assert_eq!(
+            normalize_inline_pem("-----BEGIN CERTIFICATE----- abc"),
+            "-----BEGIN CERTIFICATE----- abc"
         );
     }
 
