@@ -455,6 +455,51 @@ fn bad_stores_give_one_line_errors() {
     )
     .expect("config");
     strait::replicate::cluster_config(&two.clusters["a"]).expect("the key chosen by alias");
+    // The same with PKCS12 (aliases are the keys' friendly names, as keytool sets them).
+    let two_p12 = dir.join("two-keys.p12");
+    for alias in ["p-one", "p-two"] {
+        keytool(&[
+            "-genkeypair",
+            "-keystore",
+            two_p12.to_str().expect("path"),
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            P12_PASSWORD,
+            "-alias",
+            alias,
+            "-dname",
+            "CN=p",
+            "-keyalg",
+            "EC",
+        ]);
+    }
+    let c = case("two-keys-p12.toml", key_store(&two_p12, P12_PASSWORD));
+    let line = probe_error(&c, &two_p12, "holds 2 private keys");
+    assert!(line.contains("p-one, p-two"), "lists the aliases: {line}");
+    let two = strait::config::parse_toml(
+        &(base.clone() + &key_store(&two_p12, P12_PASSWORD) + "ssl_keystore_alias = \"p-two\"\n"),
+        "alias.toml",
+    )
+    .expect("config");
+    strait::replicate::cluster_config(&two.clusters["a"]).expect("the PKCS12 key chosen by alias");
+    // A JKS trust store opens without its password (integrity unchecked, as in Java); a PKCS12
+    // one, whose certificates are encrypted, needs it.
+    let no_pw = strait::config::parse_toml(
+        &format!(
+            "{base}ssl_truststore_location = \"{}\"\n",
+            st.trust_jks.display()
+        ),
+        "t.toml",
+    )
+    .expect("config");
+    strait::replicate::cluster_config(&no_pw.clusters["a"]).expect("JKS trust store, no password");
+    let c = case(
+        "p12-trust-no-pw.toml",
+        format!("ssl_truststore_location = \"{}\"\n", st.trust_p12.display()),
+    );
+    probe_error(&c, &st.trust_p12, "set the trust store password");
+
     // A corrupt store: a JKS file cut short, and bytes of no store format.
     let cut = dir.join("cut.jks");
     let bytes = std::fs::read(&st.client_jks).expect("jks");

@@ -197,30 +197,7 @@ fn read_cert(r: &mut Reader<'_>, version: u32, what: &str) -> Result<Vec<u8>, Jk
 
 /// Reads one DER element with tag `tag` from the start of `data`: (contents, rest).
 fn der<'a>(data: &'a [u8], tag: u8, what: &str) -> Result<(&'a [u8], &'a [u8]), JksError> {
-    let bad = || JksError::Corrupt(format!("malformed {what}"));
-    let (&t, rest) = data.split_first().ok_or_else(bad)?;
-    if t != tag {
-        return Err(bad());
-    }
-    let (&first, mut rest) = rest.split_first().ok_or_else(bad)?;
-    let len = if first < 0x80 {
-        usize::from(first)
-    } else {
-        let n = usize::from(first & 0x7F);
-        if n == 0 || n > 4 || rest.len() < n {
-            return Err(bad());
-        }
-        let mut len = 0usize;
-        for &b in &rest[..n] {
-            len = (len << 8) | usize::from(b);
-        }
-        rest = &rest[n..];
-        len
-    };
-    if rest.len() < len {
-        return Err(bad());
-    }
-    Ok(rest.split_at(len))
+    super::der::read(data, tag).ok_or_else(|| JksError::Corrupt(format!("malformed {what}")))
 }
 
 /// Decrypts a private key of a JKS store with Sun's key protector: the PKCS#8 DER.

@@ -9,8 +9,9 @@
 //! Messages about key files never quote them.
 //!
 //! Layout: this module builds the rustls configurations; `stores` reads key and trust stores;
-//! `jks` is the Java KeyStore reader.
+//! `jks` is the Java KeyStore reader; `der` reads DER and completes the EC keys Java writes.
 
+mod der;
 mod jks;
 pub mod stores;
 

@@ -240,13 +240,13 @@ pub fn load_key_store(
             if chain.is_empty() {
                 return Err(name.err(format!("the key `{a}` has no certificate")));
             }
-            Ok(KeyMaterial {
-                chain: chain
+            Ok(key_material(
+                chain
                     .iter()
                     .map(|c| CertificateDer::from(c.clone()))
                     .collect(),
-                key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(plain)),
-            })
+                plain,
+            ))
         }
         StoreType::Pkcs12 => {
             let pw = store
@@ -290,14 +290,27 @@ pub fn load_key_store(
                     None => break,
                 }
             }
-            Ok(KeyMaterial {
-                chain: chain
+            Ok(key_material(
+                chain
                     .iter()
                     .map(|c| CertificateDer::from(c.as_der().to_vec()))
                     .collect(),
-                key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(bag.key.as_der().to_vec())),
-            })
+                bag.key.as_der().to_vec(),
+            ))
         }
+    }
+}
+
+/// A PKCS#8 key from a JKS or PKCS12 store and its chain; an EC key the JDK wrote without its
+/// public key gets it from the certificate (see `der`), as `ring` needs it.
+fn key_material(chain: Vec<CertificateDer<'static>>, pkcs8: Vec<u8>) -> KeyMaterial {
+    let key = chain
+        .first()
+        .and_then(|c| super::der::complete_ec_key(&pkcs8, c))
+        .unwrap_or(pkcs8);
+    KeyMaterial {
+        chain,
+        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)),
     }
 }
 

@@ -43,8 +43,8 @@ pub struct TestStores {
     pub trust_jks: PathBuf,
     /// PKCS12 trust store holding the broker's CA.
     pub trust_p12: PathBuf,
-    /// JKS store with two private keys, `first` and `second` (store and key password
-    /// [`JKS_STORE_PASSWORD`]).
+    /// JKS store with two private keys, `first` (RSA) and `second` (EC P-256), store and key
+    /// password [`JKS_STORE_PASSWORD`].
     pub two_keys_jks: PathBuf,
     /// PKCS12 key store for an HTTPS server on `127.0.0.1`/`localhost` (password
     /// [`P12_PASSWORD`]), signed by the CA.
@@ -273,7 +273,8 @@ impl TestStores {
         let trust_p12 = dir.join("trust.p12");
         trust_store(&trust_p12, "PKCS12", broker_ca);
         let two_keys_jks = dir.join("two-keys.jks");
-        for alias in ["first", "second"] {
+        // `first` RSA, `second` EC (the JDK writes EC keys without their public key).
+        for (alias, alg, size) in [("first", "RSA", "2048"), ("second", "EC", "256")] {
             keytool(&[
                 "-genkeypair",
                 "-keystore",
@@ -289,9 +290,9 @@ impl TestStores {
                 "-dname",
                 &format!("CN={alias}"),
                 "-keyalg",
-                "RSA",
+                alg,
                 "-keysize",
-                "2048",
+                size,
                 "-validity",
                 "30",
             ]);
