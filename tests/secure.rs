@@ -11,13 +11,14 @@ mod support;
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strait::local_kafka::{KafkaCluster, KafkaSecurity};
 use support::kafka::{start_kafka_with, KafkaOptions};
+use support::outputs::{assert_no_secret, probe, strait_cmd, text, write_file};
 use support::{
     consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestPki, TestRecord,
 };
@@ -55,25 +56,6 @@ fn http_get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     (code, body.to_string())
-}
-
-/// Fails if `text` contains any of `secrets` (or a long enough piece of one).
-fn assert_no_secret(what: &str, text: &str, secrets: &[&str]) {
-    for s in secrets {
-        assert!(
-            !text.contains(s),
-            "{what} contains a configured secret:\n{text}"
-        );
-        // Also a 10-character piece of it (a truncated or partly quoted secret).
-        let chars: Vec<char> = s.chars().collect();
-        for w in chars.windows(10) {
-            let piece: String = w.iter().collect();
-            assert!(
-                !text.contains(&piece),
-                "{what} contains part of a configured secret ({piece}):\n{text}"
-            );
-        }
-    }
 }
 
 /// A one-node Kafka cluster with, besides PLAINTEXT, the listeners `SSL` (client certificates
@@ -116,43 +98,10 @@ fn listener_addr(kafka: &KafkaCluster, name: &str) -> SocketAddr {
         .expect("listener address is host:port")
 }
 
-fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write test file");
-    p
-}
-
 fn temp_dir(label: &str) -> PathBuf {
     let d = std::env::temp_dir().join(topic_name(&format!("strait-secure-{label}")));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
-}
-
-fn strait_cmd(env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strait"));
-    cmd.env_remove("STRAIT_LOG").stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// `strait --log trace probe --config F --cluster ALIAS`.
-fn probe(config: &Path, alias: &str, env: &[(&str, &str)]) -> Output {
-    strait_cmd(env)
-        .args(["--log", "trace", "probe", "--timeout", "10", "--config"])
-        .arg(config)
-        .args(["--cluster", alias])
-        .output()
-        .expect("run strait probe")
 }
 
 /// A TCP forwarder that counts the connections it accepted.

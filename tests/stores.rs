@@ -12,54 +12,20 @@ mod support;
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
 use strait::local_kafka::{KafkaCluster, KafkaSecurity};
 use support::kafka::{start_kafka_with, KafkaOptions};
+use support::outputs::{assert_no_secret, strait_cmd, text, write_file};
 use support::stores::*;
 use support::{consume_all, create_topic, produce_records, topic_name, Codec, TestPki, TestRecord};
 
-/// Fails if `text` contains any of `secrets` (or a 10-character piece of one).
-fn assert_no_secret(what: &str, text: &str, secrets: &[&str]) {
-    for s in secrets {
-        let chars: Vec<char> = s.chars().collect();
-        for w in chars.windows(10) {
-            let piece: String = w.iter().collect();
-            assert!(
-                !text.contains(&piece),
-                "{what} contains (part of) a configured secret ({piece}):\n{text}"
-            );
-        }
-    }
-}
-
-fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write test file");
-    p
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// `strait --log trace probe --config F --cluster ALIAS`.
 fn probe(config: &Path, alias: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strait"))
-        .env_remove("STRAIT_LOG")
-        .stdin(Stdio::null())
-        .args(["--log", "trace", "probe", "--timeout", "10", "--config"])
-        .arg(config)
-        .args(["--cluster", alias])
-        .output()
-        .expect("run strait probe")
+    support::outputs::probe(config, alias, &[])
 }
 
 /// The error lines of `out` (leaving out debug and trace log lines).
@@ -617,9 +583,7 @@ fn bad_stores_give_one_line_errors() {
             st.server_p12.display()
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_strait"))
-        .env_remove("STRAIT_LOG")
-        .stdin(Stdio::null())
+    let out = strait_cmd(&[])
         .args(["run", "--config"])
         .arg(&run_cfg)
         .output()

@@ -10,6 +10,7 @@
 //! - [`records`]: record-batch parsing and an independent batch builder (CRC via `crc`).
 //! - [`wire`]: Kafka framing helpers and an ApiVersions probe.
 //! - [`certs`]: test certificates generated at test time (CA, server, client, unrelated CA).
+//! - [`outputs`]: strait commands of the security tests, their output, `assert_no_secret`.
 //! - [`stores`]: JKS and PKCS12 key and trust stores made at test time by the JDK's keytool.
 //! - [`java`]: Java programs of `tests/java/`, compiled against Apache Kafka's jars and run.
 #![allow(dead_code, unused_imports)]
@@ -20,6 +21,7 @@ pub mod data;
 pub mod java;
 pub mod kafka;
 pub mod leaders;
+pub mod outputs;
 pub mod proxy;
 pub mod records;
 pub mod stores;
