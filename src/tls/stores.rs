@@ -173,13 +173,13 @@ fn open(store: &StoreFile, name: &Named<'_>) -> Result<(Vec<u8>, StoreType), Str
                 _ => "the type is set to JKS or PKCS12",
             }
         };
-        let file = if found == StoreType::Pem {
-            "PEM"
+        let (file, fix) = if found == StoreType::Pem {
+            ("PEM", "PEM")
         } else {
-            "binary (JKS or PKCS#12)"
+            ("binary (JKS or PKCS#12)", "JKS or PKCS12")
         };
         return Err(name.err(format!(
-            "the file is {file}, but {how}: set the type to match the file"
+            "the file is {file}, but {how}: set the type to {fix}"
         )));
     }
     Ok((data, found))
