@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev chromium)
-# Apache Kafka 4 needs Java 17 or newer; tests/mm2_interop.rs compiles a Java program (javac).
+# Apache Kafka 4 needs Java 17 or newer; tests/mm2_interop.rs compiles a Java program (javac);
+# tests/stores.rs makes JKS and PKCS12 stores with the JDK's keytool.
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
 if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1 \
   || [ "$(java_major)" -lt 17 ] 2>/dev/null; then

@@ -11,12 +11,13 @@ mod support;
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strait::local_kafka::{KafkaCluster, KafkaSecurity};
+use support::cli::{assert_no_secret, lines_with, probe, strait_cmd, temp_dir, text, write_file};
 use support::kafka::{start_kafka_with, KafkaOptions};
 use support::{
     consume_all, create_topic, produce_records, topic_name, Broker, Codec, TestPki, TestRecord,
@@ -57,25 +58,6 @@ fn http_get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
     (code, body.to_string())
 }
 
-/// Fails if `text` contains any of `secrets` (or a long enough piece of one).
-fn assert_no_secret(what: &str, text: &str, secrets: &[&str]) {
-    for s in secrets {
-        assert!(
-            !text.contains(s),
-            "{what} contains a configured secret:\n{text}"
-        );
-        // Also a 10-character piece of it (a truncated or partly quoted secret).
-        let chars: Vec<char> = s.chars().collect();
-        for w in chars.windows(10) {
-            let piece: String = w.iter().collect();
-            assert!(
-                !text.contains(&piece),
-                "{what} contains part of a configured secret ({piece}):\n{text}"
-            );
-        }
-    }
-}
-
 /// A one-node Kafka cluster with, besides PLAINTEXT, the listeners `SSL` (client certificates
 /// signed by `pki`'s CA required), `SASL_PLAINTEXT` and `SASL_SSL` (its server certificate from
 /// `pki`), and two SCRAM users: one with SCRAM-SHA-256 credentials only, one with
@@ -114,45 +96,6 @@ fn listener_addr(kafka: &KafkaCluster, name: &str) -> SocketAddr {
     listener(kafka, name)
         .parse()
         .expect("listener address is host:port")
-}
-
-fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write test file");
-    p
-}
-
-fn temp_dir(label: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(topic_name(&format!("strait-secure-{label}")));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-fn strait_cmd(env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strait"));
-    cmd.env_remove("STRAIT_LOG").stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// `strait --log trace probe --config F --cluster ALIAS`.
-fn probe(config: &Path, alias: &str, env: &[(&str, &str)]) -> Output {
-    strait_cmd(env)
-        .args(["--log", "trace", "probe", "--timeout", "10", "--config"])
-        .arg(config)
-        .args(["--cluster", alias])
-        .output()
-        .expect("run strait probe")
 }
 
 /// A TCP forwarder that counts the connections it accepted.
@@ -215,13 +158,6 @@ fn run_until_exit(config: &Path, env: &[(&str, &str)], timeout: Duration) -> (bo
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The lines of `out` that report `needle`, leaving out debug and trace log lines.
-fn lines_with<'a>(out: &'a str, needle: &str) -> Vec<&'a str> {
-    out.lines()
-        .filter(|l| l.contains(needle) && !l.contains("DEBUG") && !l.contains("TRACE"))
-        .collect()
 }
 
 fn flow_toml(source: &str, target_cluster: &str, topic: &str) -> String {

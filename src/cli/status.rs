@@ -43,7 +43,7 @@ fn address(args: &StatusArgs) -> Result<(String, Option<strait::secret::Secret>)
                 config.origin
             ))
         })?;
-        if h.tls_cert.is_some() {
+        if h.tls_cert.is_some() || h.tls_keystore.is_some() {
             return Err(Error::invalid(format!(
                 "{}: the status endpoints use TLS, which `strait status` does not speak; use a TLS client such as `curl --cacert CERT https://{}/api/status`",
                 config.origin, h.addr

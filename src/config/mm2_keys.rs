@@ -44,6 +44,11 @@ const MM2_CLIENT_KEYS: &[&str] = &[
     "ssl.truststore.certificates",
     "ssl.keystore.type",
     "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.truststore.password",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
     "client.id",
     "request.timeout.ms",
     "socket.connection.setup.timeout.ms",
@@ -63,12 +68,12 @@ const DEFAULT_TOPIC_FILTER_CLASS: &str = "org.apache.kafka.connect.mirror.Defaul
 const DEFAULT_GROUP_FILTER_CLASS: &str = "org.apache.kafka.connect.mirror.DefaultGroupFilter";
 
 /// The reason for an SSL or SASL key strait does not read.
-const SECURITY_OTHER: &str = "this SSL/SASL setting is not supported by strait; ignored (understood: security.protocol, sasl.mechanism, sasl.jaas.config, sasl.oauthbearer.*, sasl.login.*, ssl.truststore.type/location/certificates, ssl.keystore.type/location)";
+const SECURITY_OTHER: &str = "this SSL/SASL setting is not supported by strait; ignored (understood: security.protocol, sasl.mechanism, sasl.jaas.config, sasl.oauthbearer.*, sasl.login.*, ssl.truststore.type/location/password/certificates, ssl.keystore.type/location/password/certificate.chain/key, ssl.key.password)";
 /// The reason for a Kafka Connect internal topic's key.
 const CONNECT_STATE: &str = "a Kafka Connect internal topic; strait keeps no Kafka Connect state";
 /// The reason for a config provider strait does not implement.
 const PROVIDERS: &str =
-    "only FileConfigProvider and EnvVarConfigProvider are supported, and only in sasl.jaas.config";
+    "only FileConfigProvider and EnvVarConfigProvider are supported, in sasl.jaas.config and the SSL passwords and key";
 /// The reason for a converter key.
 const CONVERTERS: &str = "strait copies record bytes unchanged; converters do not apply";
 /// The reason for a Kafka client override.
@@ -133,10 +138,6 @@ const KEY_REASONS: &[(&[&str], &str)] = &[
         "internal topic names are not configurable",
     ),
     (&["config.providers"], PROVIDERS),
-    (
-        &["ssl.key.password", "ssl.keystore.password", "ssl.truststore.password"],
-        "strait reads unencrypted PEM files only; no password is used (keep the key file readable only by strait)",
-    ),
     (
         &["ssl.endpoint.identification.algorithm"],
         "broker host names are always verified (strait's TOML has ssl_server_name to verify another name)",

@@ -19,8 +19,18 @@
 //! sasl_password = { env = "B_PASSWORD" }   # or { file = "/run/secrets/b" }, or a string (warned)
 //! ssl_ca_file = "/etc/strait/ca.pem"       # PEM CAs to trust; default: the system roots
 //! ssl_certificate_file = "client.pem"      # optional client certificate (mutual TLS) ...
-//! ssl_key_file = "client.key"              # ... and its unencrypted PEM key
+//! ssl_key_file = "client.key"              # ... and its PEM key (encrypted: ssl_key_password)
 //! ssl_server_name = "kafka-b.internal"     # optional: name to verify instead of each broker host
+//! [clusters.cluster_c]                     # key and trust stores instead of PEM files
+//! bootstrap_servers = "kafka-c:9093"
+//! security_protocol = "SSL"
+//! ssl_keystore_location = "/etc/strait/client.jks"   # JKS, PKCS12 or PEM
+//! ssl_keystore_type = "JKS"                # optional: detected from the file when unset
+//! ssl_keystore_password = { env = "C_KEYSTORE_PASSWORD" }
+//! ssl_key_password = { env = "C_KEY_PASSWORD" }       # optional: default the store password
+//! ssl_keystore_alias = "strait"            # optional: which key, when the store has several
+//! ssl_truststore_location = "/etc/strait/truststore.p12"
+//! ssl_truststore_password = { env = "C_TRUSTSTORE_PASSWORD" }
 //! [defaults]                               # optional: any flow key except source/target
 //! refresh_topics_interval_secs = 10
 //! [[flows]]
@@ -41,7 +51,7 @@
 //! (Cluster Linking's JSON, default every group). They write no MM2 heartbeats, checkpoints or
 //! offset syncs.
 //!
-//! Secrets (`sasl_password`, the `[http]` `token`) are `{ env = "VAR" }`, `{ file = "PATH" }`
+//! Secrets (`sasl_password`, the store and key passwords, the `[http]` `token`) are `{ env = "VAR" }`, `{ file = "PATH" }`
 //! (whole file, one trailing line break dropped), `{ file = "PATH", key = "KEY" }` (a key of a
 //! Java properties file) or a plain string, which works but is warned about; see
 //! [`Secret`]. They are read when the file is loaded and print as `***`.
@@ -52,8 +62,10 @@
 //! [http]
 //! listen = "127.0.0.1:8083"       # default; a non-loopback address needs allow_remote = true
 //! allow_remote = false
-//! tls_cert = "/etc/strait/http.pem"  # optional TLS (both or neither)
+//! tls_cert = "/etc/strait/http.pem"  # optional TLS (both or neither) ...
 //! tls_key = "/etc/strait/http.key"
+//! # ... or a key store: tls_keystore_location, tls_keystore_type, tls_keystore_password,
+//! # tls_key_password, tls_keystore_alias (as ssl_keystore_* of a cluster)
 //! token = { env = "STRAIT_HTTP_TOKEN" }  # optional bearer token
 //! ```
 //!
@@ -66,9 +78,11 @@
 //! `<alias>.security.protocol`, `<alias>.client.id`, `<alias>.request.timeout.ms`,
 //! `<alias>.socket.connection.setup.timeout.ms`, `<alias>.sasl.mechanism`,
 //! `<alias>.sasl.jaas.config` (`PlainLoginModule` / `ScramLoginModule` with `username="..."
-//! password="..."`), `<alias>.ssl.truststore.type` (`PEM` only), `<alias>.ssl.truststore.location`,
-//! `<alias>.ssl.truststore.certificates`, `<alias>.ssl.keystore.type` (`PEM` only),
-//! `<alias>.ssl.keystore.location` (one PEM file with the key and the certificate chain)
+//! password="..."`), `<alias>.ssl.truststore.type` (`JKS`, the default, `PKCS12` or `PEM`),
+//! `<alias>.ssl.truststore.location`, `<alias>.ssl.truststore.password`,
+//! `<alias>.ssl.truststore.certificates`, `<alias>.ssl.keystore.type` (likewise),
+//! `<alias>.ssl.keystore.location`, `<alias>.ssl.keystore.password`, `<alias>.ssl.key.password`,
+//! `<alias>.ssl.keystore.certificate.chain` and `<alias>.ssl.keystore.key` (inline PEM)
 //! (all of these also globally), `A->B.enabled`,
 //! and, per flow (`A->B.<key>`) or globally (`<key>`): `topics`, `topics.exclude`
 //! (`topics.blacklist`), `groups`, `groups.exclude` (`groups.blacklist`),
@@ -79,7 +93,8 @@
 //! `sync.group.offsets.interval.seconds`, `replication.factor`. Every other key is listed in
 //! [`Config::unsupported`] with the reason, in file order.
 //!
-//! Config providers: a user name or password in `sasl.jaas.config` may be `${env:VAR}`,
+//! Config providers: a user name or password in `sasl.jaas.config`, an `ssl.*.password` and
+//! `ssl.keystore.key` may be `${env:VAR}`,
 //! `${file:PATH}` or `${file:PATH:KEY}` (Kafka's `EnvVarConfigProvider` / `FileConfigProvider`
 //! syntax); other provider names work when declared with `config.providers` and
 //! `config.providers.<name>.class` naming one of those two classes.
@@ -93,7 +108,7 @@
 //! This module holds the model (the types below, their defaults, [`load`] and [`parse`]); its
 //! private parts are `error` ([`ConfigError`] and which key set a field), `validate` (checks
 //! shared by both formats), `toml` and `toml_flow` (strait's TOML), `security` (SASL, TLS and
-//! secrets in both formats), `properties` (Java properties files and JAAS lines), `mm2` and
+//! secrets in both formats), `stores` (key and trust stores in both formats), `properties` (Java properties files and JAAS lines), `mm2` and
 //! `mm2_keys` (MirrorMaker 2's `mm2.properties`; not `crate::mm2`, MM2's record formats).
 
 mod error;
@@ -102,6 +117,7 @@ mod mm2_keys;
 mod oauth;
 mod properties;
 mod security;
+mod stores;
 #[cfg(test)]
 mod testing;
 mod toml;
@@ -117,7 +133,7 @@ pub use crate::mirror::{GroupFilter, GroupFilters};
 pub use crate::records::recompress::Recompress;
 pub use crate::sasl::{SaslMechanism, SaslSettings};
 pub use crate::secret::{Secret, SecretSource};
-pub use crate::tls::TlsSettings;
+pub use crate::tls::{StoreFile, StoreType, StoreTypeChoice, TlsSettings};
 
 pub use self::error::ConfigError;
 pub use self::mm2::parse_mm2;
@@ -185,6 +201,13 @@ pub struct HttpSettings {
     pub tls_cert: Option<std::path::PathBuf>,
     /// PEM private key for TLS.
     pub tls_key: Option<std::path::PathBuf>,
+    /// A key store (JKS, PKCS#12 or PEM) with the server key and certificate chain, instead of
+    /// [`HttpSettings::tls_cert`] and [`HttpSettings::tls_key`].
+    pub tls_keystore: Option<StoreFile>,
+    /// The password of the key in [`HttpSettings::tls_keystore`] (default: the store password).
+    pub tls_key_password: Option<Secret>,
+    /// Which key of [`HttpSettings::tls_keystore`] to use when it holds several.
+    pub tls_keystore_alias: Option<String>,
     /// Bearer token required on every request, if set.
     pub token: Option<Secret>,
 }
@@ -197,6 +220,9 @@ impl HttpSettings {
             allow_remote: false,
             tls_cert: None,
             tls_key: None,
+            tls_keystore: None,
+            tls_key_password: None,
+            tls_keystore_alias: None,
             token: None,
         }
     }
@@ -272,11 +298,16 @@ impl ClusterSettings {
     /// Secrets of this cluster written in clear in the configuration file, described by
     /// cluster and role (never by value).
     pub fn literal_secrets(&self) -> Vec<String> {
-        self.sasl
+        let mut out: Vec<String> = self
+            .sasl
             .iter()
             .flat_map(|s| s.literal_secrets())
             .map(|role| format!("{role} of cluster {}", self.alias))
-            .collect()
+            .collect();
+        for role in self.tls.literal_secrets() {
+            out.push(format!("{role} of cluster {}", self.alias));
+        }
+        out
     }
 }
 

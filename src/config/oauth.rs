@@ -229,7 +229,7 @@ impl OAuthParts {
         if let Some(t) = self.read_timeout {
             cc.read_timeout = t;
         }
-        let mut o = OAuthSettings::new(TokenProvider::ClientCredentials(cc));
+        let mut o = OAuthSettings::new(TokenProvider::ClientCredentials(Box::new(cc)));
         o.extensions = self.extensions;
         o.refresh = self.refresh;
         check_settings(&o)?;

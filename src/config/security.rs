@@ -1,7 +1,7 @@
 //! Security settings of a cluster in both formats: SASL credentials and TLS files, checked
 //! against the security protocol; secrets in TOML (`{ env = ... }`, `{ file = ... }`, or a
-//! string); and in `mm2.properties`, `sasl.jaas.config` with Kafka's config providers and PEM
-//! trust and key stores.
+//! string); and in `mm2.properties`, `sasl.jaas.config` with Kafka's config providers (trust
+//! and key stores are read in `stores`).
 
 use std::path::Path;
 
@@ -121,6 +121,13 @@ pub(super) fn check_security(c: &ClusterSettings) -> Result<(), (&'static str, S
         ("ssl_certificate_file", t.certificate_file.is_some()),
         ("ssl_key_file", t.key_file.is_some()),
         ("ssl_server_name", t.server_name.is_some()),
+        (
+            "ssl_keystore_location",
+            t.keystore.is_some() || t.key_pem.is_some(),
+        ),
+        ("ssl_truststore_location", t.truststore.is_some()),
+        ("ssl_key_password", t.key_password.is_some()),
+        ("ssl_keystore_alias", t.keystore_alias.is_some()),
     ];
     if !c.security_protocol.uses_tls() {
         if let Some((field, _)) = set.iter().find(|(_, s)| *s) {
@@ -151,6 +158,22 @@ pub(super) fn check_security(c: &ClusterSettings) -> Result<(), (&'static str, S
     }
     if let Some(n) = &t.server_name {
         crate::tls::server_name("", Some(n)).map_err(|p| ("ssl_server_name", p))?;
+    }
+    if t.keystore_alias.is_some() && t.keystore.is_none() {
+        return Err((
+            "ssl_keystore_alias",
+            "set, but there is no key store (ssl_keystore_location)".to_string(),
+        ));
+    }
+    if t.key_password.is_some()
+        && t.keystore.is_none()
+        && t.key_file.is_none()
+        && t.key_pem.is_none()
+    {
+        return Err((
+            "ssl_key_password",
+            "set, but there is no key store or key file to use it with".to_string(),
+        ));
     }
     Ok(())
 }
@@ -241,7 +264,8 @@ fn mm2_security_key(field: &str) -> &'static str {
     match field {
         "sasl_mechanism" => "sasl.mechanism",
         "sasl_username" | "sasl_password" => "sasl.jaas.config",
-        "ssl_ca_file" => "ssl.truststore.location",
+        "ssl_ca_file" | "ssl_truststore_location" => "ssl.truststore.location",
+        "ssl_key_password" => "ssl.key.password",
         f if f.starts_with("sasl_") => oauth::mm2_key(f),
         _ => "ssl.keystore.location",
     }
@@ -277,7 +301,7 @@ pub(super) fn mm2_security(
     if !protocol.uses_tls() {
         return Ok(());
     }
-    mm2_tls(file, get, c)?;
+    super::stores::mm2_tls(file, get, providers, c)?;
     check_security(c).map_err(|(field, p)| field_at(field).error(file, p))
 }
 
@@ -366,54 +390,6 @@ fn mm2_jaas(
         }
     }
     Ok(())
-}
-
-/// The PEM trust and key stores of a TLS cluster.
-fn mm2_tls(file: &str, get: Lookup, c: &mut ClusterSettings) -> Result<(), ConfigError> {
-    check_pem_store(file, get, "truststore")?;
-    check_pem_store(file, get, "keystore")?;
-    if let Some((v, _)) = get("ssl.truststore.location") {
-        c.tls.ca_file = Some(v.trim().into());
-    }
-    if let Some((v, _)) = get("ssl.truststore.certificates") {
-        c.tls.ca_pem = Some(v.to_string());
-    }
-    if let Some((v, _)) = get("ssl.keystore.location") {
-        c.tls.certificate_file = Some(v.trim().into());
-        c.tls.key_file = Some(v.trim().into());
-    }
-    Ok(())
-}
-
-/// `ssl.<kind>.type` is PEM, which must be said when `ssl.<kind>.location` is set (Kafka's
-/// default is JKS).
-fn check_pem_store(file: &str, get: Lookup, kind: &str) -> Result<(), ConfigError> {
-    let key = format!("ssl.{kind}.type");
-    match get(&key) {
-        Some((t, at)) if !t.trim().eq_ignore_ascii_case("PEM") => Err(at
-            .error(
-                file,
-                format!(
-                    "{kind} type {} is not supported: strait reads PEM files (convert with keytool/openssl and set {key}=PEM)",
-                    t.trim()
-                ),
-            )
-            .allowed("PEM")),
-        Some(_) => Ok(()),
-        None => {
-            if let Some((_, at)) = get(&format!("ssl.{kind}.location")) {
-                return Err(at
-                    .error(
-                        file,
-                        format!(
-                            "{key} is not set, so this is a JKS file (Kafka's default), which strait cannot read: give a PEM file and set {key}=PEM"
-                        ),
-                    )
-                    .allowed("PEM"));
-            }
-            Ok(())
-        }
-    }
 }
 
 #[cfg(test)]
@@ -583,12 +559,7 @@ sasl_password = {{ file = "{}" }}
     #[test]
     fn mm2_security_errors() {
         let e = mm2_err(&format!(
-            "{MM2_BASE}a.security.protocol = SSL\na.ssl.truststore.location = /etc/ts.jks\n"
-        ));
-        assert_eq!(e.key, "a.ssl.truststore.location");
-        assert!(e.problem.contains("JKS"), "{e}");
-        let e = mm2_err(&format!(
-            "{MM2_BASE}a.security.protocol = SSL\na.ssl.truststore.type = PKCS12\na.ssl.truststore.location = /x.p12\n"
+            "{MM2_BASE}a.security.protocol = SSL\na.ssl.truststore.type = JCEKS\na.ssl.truststore.location = /x.p12\n"
         ));
         assert_eq!(e.key, "a.ssl.truststore.type");
         let e = mm2_err(&format!(

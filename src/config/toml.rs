@@ -9,6 +9,7 @@ use crate::sasl::SaslMechanism;
 
 use super::error::ConfigError;
 use super::security::{check_security, toml_secret, SaslParts};
+use super::stores::{TomlStores, CLUSTER_STORE_KEYS, HTTP_STORE_KEYS};
 use super::toml_flow::{check_defaults, toml_flows, FLOW_KEYS};
 use super::validate::{
     check_alias, check_host_port, check_http, check_instance_group, check_replication_factor,
@@ -41,10 +42,29 @@ const CLUSTER_KEYS: &[&str] = &[
     "ssl_certificate_file",
     "ssl_key_file",
     "ssl_server_name",
+    "ssl_keystore_location",
+    "ssl_keystore_type",
+    "ssl_keystore_password",
+    "ssl_key_password",
+    "ssl_keystore_alias",
+    "ssl_truststore_location",
+    "ssl_truststore_type",
+    "ssl_truststore_password",
 ];
 
 /// The keys of the `[http]` table.
-const HTTP_KEYS: &[&str] = &["listen", "allow_remote", "tls_cert", "tls_key", "token"];
+const HTTP_KEYS: &[&str] = &[
+    "listen",
+    "allow_remote",
+    "tls_cert",
+    "tls_key",
+    "tls_keystore_location",
+    "tls_keystore_type",
+    "tls_keystore_password",
+    "tls_key_password",
+    "tls_keystore_alias",
+    "token",
+];
 
 /// MM2 keys a user may carry over into TOML by habit, and their TOML names.
 const MM2_TO_TOML: &[(&str, &str)] = &[
@@ -52,8 +72,13 @@ const MM2_TO_TOML: &[(&str, &str)] = &[
     ("security.protocol", "security_protocol"),
     ("sasl.mechanism", "sasl_mechanism"),
     ("sasl.jaas.config", "sasl_username"),
-    ("ssl.truststore.location", "ssl_ca_file"),
-    ("ssl.keystore.location", "ssl_certificate_file"),
+    ("ssl.truststore.location", "ssl_truststore_location"),
+    ("ssl.truststore.type", "ssl_truststore_type"),
+    ("ssl.truststore.password", "ssl_truststore_password"),
+    ("ssl.keystore.location", "ssl_keystore_location"),
+    ("ssl.keystore.type", "ssl_keystore_type"),
+    ("ssl.keystore.password", "ssl_keystore_password"),
+    ("ssl.key.password", "ssl_key_password"),
     ("client.id", "client_id"),
     ("request.timeout.ms", "request_timeout_ms"),
     ("replication.factor", "replication_factor"),
@@ -359,9 +384,11 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
     let mut c = ClusterSettings::new(alias, Vec::new());
     let mut have_bootstrap = false;
     let mut sasl = SaslParts::default();
+    let mut stores = TomlStores::default();
     for (key, v) in table {
         let kpath = format!("{path}.{key}");
         match key.as_str() {
+            k if CLUSTER_STORE_KEYS.contains(&k) => stores.read(file, &kpath, k, v)?,
             "sasl_mechanism" => sasl.mechanism = Some(toml_sasl_mechanism(file, &kpath, v)?),
             "sasl_username" => sasl.username = Some(toml_str(file, &kpath, v)?.to_string()),
             "sasl_password" => sasl.password = Some(toml_secret(file, &kpath, v)?),
@@ -397,6 +424,7 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
             }
         }
     }
+    stores.apply_cluster(file, &path, &mut c)?;
     finish_cluster(file, &path, have_bootstrap, c, sasl)
 }
 
@@ -525,9 +553,11 @@ fn toml_http(file: &str, v: &toml::Value) -> Result<HttpSettings, ConfigError> {
         toml::Value::String(s) => (HttpSettings::new(s.trim()), "http"),
         toml::Value::Table(t) => {
             let mut h = HttpSettings::new(DEFAULT_HTTP_LISTEN);
+            let mut stores = TomlStores::default();
             for (key, v) in t {
                 let kpath = format!("http.{key}");
                 match key.as_str() {
+                    k if HTTP_STORE_KEYS.contains(&k) => stores.read(file, &kpath, k, v)?,
                     "listen" => h.addr = toml_str(file, &kpath, v)?.trim().to_string(),
                     "allow_remote" => h.allow_remote = toml_bool(file, &kpath, v)?,
                     "tls_cert" => h.tls_cert = Some(toml_str(file, &kpath, v)?.into()),
@@ -536,6 +566,7 @@ fn toml_http(file: &str, v: &toml::Value) -> Result<HttpSettings, ConfigError> {
                     _ => return Err(unknown_key(file, &kpath, key, HTTP_KEYS, "")),
                 }
             }
+            stores.apply_http(file, &mut h)?;
             (h, "http.listen")
         }
         other => {

@@ -200,6 +200,34 @@ pub(super) fn check_http(
         )
         .allowed("127.0.0.1:PORT, [::1]:PORT or localhost:PORT"));
     }
+    if h.tls_keystore.is_some() && (h.tls_cert.is_some() || h.tls_key.is_some()) {
+        let key = if h.tls_cert.is_some() {
+            "http.tls_cert"
+        } else {
+            "http.tls_key"
+        };
+        return Err(ConfigError::new(
+            file,
+            key,
+            "also set: tls_keystore_location; give the server key either as a key store or as PEM files",
+        ));
+    }
+    if h.tls_keystore.is_none() {
+        if h.tls_key_password.is_some() {
+            return Err(ConfigError::new(
+                file,
+                "http.tls_key_password",
+                "set, but there is no key store (tls_keystore_location)",
+            ));
+        }
+        if h.tls_keystore_alias.is_some() {
+            return Err(ConfigError::new(
+                file,
+                "http.tls_keystore_alias",
+                "set, but there is no key store (tls_keystore_location)",
+            ));
+        }
+    }
     match (&h.tls_cert, &h.tls_key) {
         (Some(_), None) => Err(ConfigError::new(
             file,

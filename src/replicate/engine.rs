@@ -117,9 +117,19 @@ fn warn_literal_secrets(config: &Config) {
     for c in config.clusters.values() {
         literal.extend(c.literal_secrets());
     }
-    if let Some(token) = config.http.as_ref().and_then(|h| h.token.as_ref()) {
-        if token.source() == &SecretSource::Literal {
-            literal.push("the HTTP token".to_string());
+    if let Some(h) = &config.http {
+        let http_secrets = [
+            (h.token.as_ref(), "the HTTP token"),
+            (
+                h.tls_keystore.as_ref().and_then(|k| k.password.as_ref()),
+                "the HTTP key store password",
+            ),
+            (h.tls_key_password.as_ref(), "the HTTP key password"),
+        ];
+        for (secret, what) in http_secrets {
+            if secret.is_some_and(|s| s.source() == &SecretSource::Literal) {
+                literal.push(what.to_string());
+            }
         }
     }
     for what in literal {
@@ -142,8 +152,16 @@ fn bind_http(config: &Config) -> std::result::Result<Option<Listener>, Replicato
     };
     let (socket, local) =
         observe::http::bind(&h.addr).map_err(|e| failed(format!("cannot listen: {e}")))?;
-    let tls = match (&h.tls_cert, &h.tls_key) {
-        (Some(cert), Some(key)) => {
+    let tls = match (&h.tls_keystore, &h.tls_cert, &h.tls_key) {
+        (Some(store), _, _) => Some(
+            crate::tls::server_config_from_store(
+                store,
+                h.tls_key_password.as_ref(),
+                h.tls_keystore_alias.as_deref(),
+            )
+            .map_err(|e| failed(format!("TLS: {e}")))?,
+        ),
+        (None, Some(cert), Some(key)) => {
             Some(crate::tls::server_config(cert, key).map_err(|e| failed(format!("TLS: {e}")))?)
         }
         _ => None,

@@ -36,6 +36,16 @@ pub fn strait_out(args: &[&str], env: &[(&str, &str)]) -> Output {
     strait_cmd(env).args(args).output().expect("run strait")
 }
 
+/// `strait --log trace probe --config F --cluster ALIAS`.
+pub fn probe(config: &Path, alias: &str, env: &[(&str, &str)]) -> Output {
+    strait_cmd(env)
+        .args(["--log", "trace", "probe", "--timeout", "10", "--config"])
+        .arg(config)
+        .args(["--cluster", alias])
+        .output()
+        .expect("run strait probe")
+}
+
 /// Standard output then standard error.
 pub fn text(out: &Output) -> String {
     format!(

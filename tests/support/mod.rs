@@ -10,6 +10,8 @@
 //! - [`records`]: record-batch parsing and an independent batch builder (CRC via `crc`).
 //! - [`wire`]: Kafka framing helpers and an ApiVersions probe.
 //! - [`certs`]: test certificates generated at test time (CA, server, client, unrelated CA).
+//! - [`cli`]: strait commands from a test, their output, `assert_no_secret`.
+//! - [`stores`]: JKS and PKCS12 key and trust stores made at test time by the JDK's keytool.
 //! - [`java`]: Java programs of `tests/java/`, compiled against Apache Kafka's jars and run.
 //! - [`load`]: continuous production, and the exactly-once check after it.
 //! - [`oidc`]: an OIDC identity provider on loopback (token endpoint and JWKS, RS256).
@@ -26,6 +28,7 @@ pub mod load;
 pub mod oidc;
 pub mod proxy;
 pub mod records;
+pub mod stores;
 pub mod strait;
 pub mod wire;
 

@@ -48,7 +48,7 @@ impl std::fmt::Debug for Token {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenProvider {
     /// An OIDC token endpoint, client credentials grant (KIP-768).
-    ClientCredentials(ClientCredentials),
+    ClientCredentials(Box<ClientCredentials>),
     /// Amazon MSK IAM: SigV4-signed tokens from the AWS credential chain.
     #[cfg(feature = "aws-msk-iam")]
     MskIam(msk_iam::MskIam),
@@ -296,11 +296,11 @@ mod tests {
 
     #[test]
     fn clones_share_the_cache_and_compare_by_settings() {
-        let p = TokenProvider::ClientCredentials(ClientCredentials::new(
+        let p = TokenProvider::ClientCredentials(Box::new(ClientCredentials::new(
             "http://127.0.0.1:9/token",
             "c",
             Secret::literal("s3cr3t-value"),
-        ));
+        )));
         let a = OAuthSettings::new(p.clone());
         let b = a.clone();
         assert!(Arc::ptr_eq(&a.cache, &b.cache));
@@ -313,7 +313,7 @@ mod tests {
         // Port 9 (discard) is closed on loopback: the connection is refused at once.
         let mut cc = ClientCredentials::new("http://127.0.0.1:9/token", "c", Secret::literal("s"));
         cc.connect_timeout = Duration::from_secs(2);
-        let o = OAuthSettings::new(TokenProvider::ClientCredentials(cc));
+        let o = OAuthSettings::new(TokenProvider::ClientCredentials(Box::new(cc)));
         let e = o.token().await.unwrap_err();
         assert!(e.contains("cannot connect to the token endpoint"), "{e}");
         let e = o.token().await.unwrap_err();
