@@ -15,13 +15,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::{Offset, TopicPartitionList};
-
 use strait::local_kafka::{KafkaCluster, KafkaOAuth, KafkaSecurity};
 use support::cli::{assert_no_secret, lines_with, strait_out, temp_dir, text, write_file};
-use support::data::committed_offset;
+use support::data::{commit_group, committed_offset};
 use support::kafka::{start_kafka_with, KafkaOptions};
 use support::load::{assert_exactly_once, wait_caught_up, Load};
 use support::oidc::{Idp, Mode, AUDIENCE};
@@ -106,24 +102,6 @@ fn start_run(config: &Path, log: &Path, filter: &str) -> StraitRun {
         std::env::set_var(k, v);
     }
     StraitRun::start_with(config, log, filter)
-}
-
-/// Commits `offset` for every partition of `topic` in `group` on `bootstrap`.
-fn commit_group(bootstrap: &str, group: &str, topic: &str, partitions: i32, offset: i64) {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("broker.address.family", "v4")
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("group consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, Offset::Offset(offset))
-            .expect("offset");
-    }
-    c.commit(&tpl, rdkafka::consumer::CommitMode::Sync)
-        .expect("commit");
 }
 
 /// Every answer of the status server on `port`, joined.

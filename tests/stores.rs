@@ -599,3 +599,101 @@ fn bad_stores_give_one_line_errors() {
     );
     assert_no_secret("strait run output", &t, STORE_SECRETS);
 }
+
+/// Mutual TLS with keytool stores under load: a replicate flow and a mirror flow from a JKS
+/// source to a PKCS#12 target (both requiring client certificates), with records written
+/// continuously for 60 s, copy every record exactly once and in order; `strait failover` then
+/// commits a group's translated offsets on the PKCS#12 cluster and `strait probe` reads it.
+#[test]
+fn mutual_tls_stores_under_load_replicate_and_mirror_exactly_once() {
+    use support::data::{commit_group, committed_offset};
+    use support::load::{assert_exactly_once, wait_caught_up, Load};
+
+    let pki = TestPki::generate("stores-load");
+    let st = TestStores::generate("load", &pki.ca_cert);
+    let a = secure_kafka("stores-load-a", &pki, &st.ca_pem);
+    let b = secure_kafka("stores-load-b", &pki, &st.ca_pem);
+    set_store_env();
+    let (topic, mirrored) = (topic_name("mtls-repl"), topic_name("mtls-mirror"));
+    create_topic(&a.bootstrap(), &topic, 4);
+    create_topic(&a.bootstrap(), &mirrored, 2);
+    let remote = format!("a.{topic}");
+    let group = topic_name("mtls-group");
+    let config = write_file(
+        &st.dir,
+        "load.toml",
+        &format!(
+            "instance_group = \"{}\"\n{}{}{}\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{topic}\"]\n\
+             refresh_topics_interval_secs = 1\ncheckpoint_interval_secs = 1\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"bm\"\nmode = \"mirror\"\ntopics = [\"{mirrored}\"]\n\
+             refresh_topics_interval_secs = 1\n",
+            topic_name("g"),
+            jks_cluster_toml("a", &ssl_listener(&a), &st),
+            p12_cluster_toml("b", &ssl_listener(&b), &st),
+            p12_cluster_toml("bm", &ssl_listener(&b), &st),
+        ),
+    );
+    let load = Load::start_with(a.bootstrap(), &topic, 4, 100);
+    let load_m = Load::start_with(a.bootstrap(), &mirrored, 2, 100);
+    let run = support::StraitRun::start(&config, &st.dir.join("load.log"));
+    std::thread::sleep(Duration::from_secs(5));
+    commit_group(&a.bootstrap(), &group, &topic, 4, 9);
+    std::thread::sleep(Duration::from_secs(55));
+    let (total, total_m) = (load.finish(), load_m.finish());
+    let timeout = Duration::from_secs(120);
+    wait_caught_up(
+        &a.bootstrap(),
+        &topic,
+        &b.bootstrap(),
+        &remote,
+        &run,
+        timeout,
+    );
+    wait_caught_up(
+        &a.bootstrap(),
+        &mirrored,
+        &b.bootstrap(),
+        &mirrored,
+        &run,
+        timeout,
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let log = run.stop();
+    eprintln!("mutual TLS with stores: {total} + {total_m} records in 60 s");
+    assert_exactly_once(&a.bootstrap(), &topic, &b.bootstrap(), &remote, total);
+    assert_exactly_once(
+        &a.bootstrap(),
+        &mirrored,
+        &b.bootstrap(),
+        &mirrored,
+        total_m,
+    );
+    assert!(!log.contains("partition stopped"), "{log}");
+
+    let c = config.display().to_string();
+    let out = strait_cmd(&store_env())
+        .args(["failover", "--config", &c, "--source", "a", "--target", "b"])
+        .args(["--group", &group])
+        .output()
+        .expect("strait failover");
+    assert!(out.status.success(), "{}", text(&out));
+    for p in 0..4 {
+        assert_eq!(
+            committed_offset(&b.bootstrap(), &group, &remote, p),
+            Some(9),
+            "partition {p} of {group} after failover:\n{}",
+            text(&out)
+        );
+    }
+    let probe_b = probe(&config, "b");
+    assert!(probe_b.status.success(), "{}", text(&probe_b));
+    assert!(text(&probe_b).contains(&mirrored), "{}", text(&probe_b));
+    for (what, t) in [
+        ("strait run log", log),
+        ("strait failover", text(&out)),
+        ("strait probe", text(&probe_b)),
+    ] {
+        assert_no_secret(what, &t, STORE_SECRETS);
+    }
+}

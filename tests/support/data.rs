@@ -512,6 +512,22 @@ pub async fn consume_all_async(
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
+/// Commits `offset` for every partition of `topic` in `group` on `bootstrap` (no member joins).
+pub fn commit_group(bootstrap: &str, group: &str, topic: &str, partitions: i32, offset: i64) {
+    let c: BaseConsumer = base_config(bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("group consumer");
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, rdkafka::Offset::Offset(offset))
+            .expect("offset");
+    }
+    c.commit(&tpl, rdkafka::consumer::CommitMode::Sync)
+        .expect("commit");
+}
+
 /// The offset `group` committed for `topic`/`partition`, if any (read with rdkafka, without
 /// joining the group).
 pub fn committed_offset(bootstrap: &str, group: &str, topic: &str, partition: i32) -> Option<i64> {
