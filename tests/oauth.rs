@@ -19,7 +19,7 @@ use strait::local_kafka::{KafkaCluster, KafkaOAuth, KafkaSecurity};
 use support::cli::{assert_no_secret, lines_with, strait_out, temp_dir, text, write_file};
 use support::data::{commit_group, committed_offset};
 use support::kafka::{start_kafka_with, KafkaOptions};
-use support::load::{assert_exactly_once, wait_caught_up, Load};
+use support::load::{assert_exactly_once, finish_and_check, wait_caught_up, Load};
 use support::oidc::{Idp, Mode, AUDIENCE};
 use support::strait::{status_get, wait_until};
 use support::{create_topic, topic_name, Broker, StraitRun, TestPki};
@@ -180,40 +180,20 @@ fn oauthbearer_target_under_load_with_expiring_tokens_exactly_once() {
             ready_seen += 1;
         }
     }
-    let (total, total_m) = (load.finish(), load_m.finish());
-    let timeout = Duration::from_secs(120);
-    wait_caught_up(
+    let written = finish_and_check(
         &a.bootstrap(),
-        &topic,
         &b.bootstrap(),
-        &remote,
         &run,
-        timeout,
-    );
-    wait_caught_up(
-        &a.bootstrap(),
-        &mirrored,
-        &b.bootstrap(),
-        &mirrored,
-        &run,
-        timeout,
+        vec![(load, &topic, &remote), (load_m, &mirrored, &mirrored)],
     );
     // The group's checkpoint reaches the target.
     std::thread::sleep(Duration::from_secs(3));
     let answers = status_answers(http);
     let log = run.stop();
     eprintln!(
-        "OAUTHBEARER target: {total} + {total_m} records in 60 s; {} tokens issued for {} requests; ready in {ready_seen} of 30 checks",
+        "OAUTHBEARER target: {written:?} records in 60 s; {} tokens issued for {} requests; ready in {ready_seen} of 30 checks",
         idp.tokens_issued(),
         idp.token_requests()
-    );
-    assert_exactly_once(&a.bootstrap(), &topic, &b.bootstrap(), &remote, total);
-    assert_exactly_once(
-        &a.bootstrap(),
-        &mirrored,
-        &b.bootstrap(),
-        &mirrored,
-        total_m,
     );
     // Two aliases, tokens of 20 s refreshed at 80 to 85 % over 60 s and more: at least 3 each.
     assert!(

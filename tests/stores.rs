@@ -607,7 +607,7 @@ fn bad_stores_give_one_line_errors() {
 #[test]
 fn mutual_tls_stores_under_load_replicate_and_mirror_exactly_once() {
     use support::data::{commit_group, committed_offset};
-    use support::load::{assert_exactly_once, wait_caught_up, Load};
+    use support::load::{finish_and_check, Load};
 
     let pki = TestPki::generate("stores-load");
     let st = TestStores::generate("load", &pki.ca_cert);
@@ -640,35 +640,16 @@ fn mutual_tls_stores_under_load_replicate_and_mirror_exactly_once() {
     std::thread::sleep(Duration::from_secs(5));
     commit_group(&a.bootstrap(), &group, &topic, 4, 9);
     std::thread::sleep(Duration::from_secs(55));
-    let (total, total_m) = (load.finish(), load_m.finish());
-    let timeout = Duration::from_secs(120);
-    wait_caught_up(
+    let written = finish_and_check(
         &a.bootstrap(),
-        &topic,
         &b.bootstrap(),
-        &remote,
         &run,
-        timeout,
+        vec![(load, &topic, &remote), (load_m, &mirrored, &mirrored)],
     );
-    wait_caught_up(
-        &a.bootstrap(),
-        &mirrored,
-        &b.bootstrap(),
-        &mirrored,
-        &run,
-        timeout,
-    );
+    // The group's checkpoint reaches the target.
     std::thread::sleep(Duration::from_secs(3));
     let log = run.stop();
-    eprintln!("mutual TLS with stores: {total} + {total_m} records in 60 s");
-    assert_exactly_once(&a.bootstrap(), &topic, &b.bootstrap(), &remote, total);
-    assert_exactly_once(
-        &a.bootstrap(),
-        &mirrored,
-        &b.bootstrap(),
-        &mirrored,
-        total_m,
-    );
+    eprintln!("mutual TLS with stores: {written:?} records in 60 s");
     assert!(!log.contains("partition stopped"), "{log}");
 
     let c = config.display().to_string();

@@ -170,3 +170,26 @@ pub fn assert_exactly_once(a: &str, source: &str, b: &str, target: &str, total: 
         "records on the target in partitions the source lacks"
     );
 }
+
+/// Stops each load (`Load`, its topic on `a`, the copy's topic on `b`), waits until every
+/// copy caught up, and checks each exactly once; returns how many records each load wrote.
+pub fn finish_and_check(
+    a: &str,
+    b: &str,
+    run: &StraitRun,
+    loads: Vec<(Load, &str, &str)>,
+) -> Vec<usize> {
+    let mut written = Vec::new();
+    let mut topics = Vec::new();
+    for (load, source, target) in loads {
+        written.push(load.finish());
+        topics.push((source, target));
+    }
+    for (source, target) in &topics {
+        wait_caught_up(a, source, b, target, run, Duration::from_secs(120));
+    }
+    for ((source, target), n) in topics.iter().zip(&written) {
+        assert_exactly_once(a, source, b, target, *n);
+    }
+    written
+}
