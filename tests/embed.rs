@@ -107,3 +107,83 @@ fn the_embedding_example_runs_a_flow_and_stops_it() {
         "{stderr}"
     );
 }
+
+/// CPU seconds this process has used (user and system, from /proc).
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let after_name = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or(&stat);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the name.
+    let ticks: f64 =
+        fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks / hz
+}
+
+/// An embedder that drops a running `Replicator` without calling `shutdown()`: its flows stop
+/// (records written afterwards are not copied) and none of its tasks keeps running (the
+/// process is idle afterwards), while the embedder's own runtime goes on.
+#[test]
+fn dropping_a_running_replicator_stops_its_flows_and_nothing_spins() {
+    let a = start_kafka("drop-a");
+    let b = start_kafka("drop-b");
+    let topic = topic_name("drop");
+    create_topic(&a.bootstrap(), &topic, 2);
+    let batch = |from: usize| -> Vec<TestRecord> {
+        (from..from + 100)
+            .map(|i| TestRecord::kv(format!("k{i}"), format!("v{i}")))
+            .collect()
+    };
+    produce_records(&a.bootstrap(), &topic, &batch(0), Codec::None);
+    let config = strait::config::parse_toml(
+        &format!(
+            "instance_group = \"{}\"\n[clusters.a]\nbootstrap_servers = \"{}\"\n\
+             [clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{topic}\"]\n\
+             refresh_topics_interval_secs = 1\n",
+            topic_name("g"),
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+        "drop.toml",
+    )
+    .expect("config");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let replicator = rt
+        .block_on(async { strait::Replicator::builder(config).start() })
+        .expect("start");
+    let remote = format!("a.{topic}");
+    let copied = |b: &str| -> i64 { watermarks(b, &remote).iter().map(|w| w.1).sum() };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while copied(&b.bootstrap()) < 100 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flow copied nothing"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(replicator);
+    // The flows wind down (in-flight requests answered, progress persisted, group left).
+    std::thread::sleep(Duration::from_secs(5));
+    let before = process_cpu_seconds();
+    std::thread::sleep(Duration::from_secs(5));
+    let idle = process_cpu_seconds() - before;
+    eprintln!("after the drop the process used {idle:.3} CPU-s in 5 s");
+    produce_records(&a.bootstrap(), &topic, &batch(100), Codec::None);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        copied(&b.bootstrap()),
+        100,
+        "records written after the drop were copied: the flow still runs"
+    );
+    assert!(
+        idle < 0.5,
+        "the process used {idle:.2} CPU-s in 5 s after the drop: a task spins"
+    );
+    // The embedder's runtime still works.
+    assert_eq!(rt.block_on(async { 7 }), 7);
+}

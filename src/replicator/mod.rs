@@ -115,18 +115,23 @@ impl ReplicatorBuilder {
         tokio::spawn(follow_status(flows, observer, status_tx, stop_rx));
         Ok(Replicator {
             stop,
-            done: engine.done,
+            done: Some(engine.done),
             status,
             http: engine.http,
         })
     }
 }
 
-/// Replication flows running in this process.
+/// Replication flows running in this process. Dropping it stops the flows as
+/// [`shutdown`](Replicator::shutdown) does (requests in flight answered, progress persisted,
+/// the group left), without waiting for them or reporting their errors: call `shutdown` to
+/// wait and to know how they ended.
 #[derive(Debug)]
+#[must_use = "dropping a Replicator stops its flows"]
 pub struct Replicator {
     stop: watch::Sender<bool>,
-    done: tokio::task::JoinHandle<crate::error::Result<()>>,
+    /// The engine's task; taken by `shutdown`.
+    done: Option<tokio::task::JoinHandle<crate::error::Result<()>>>,
     status: watch::Receiver<StatusDoc>,
     http: Option<SocketAddr>,
 }
@@ -161,21 +166,33 @@ impl Replicator {
 
     /// Whether every flow has ended by itself (for example a refused password).
     pub fn is_finished(&self) -> bool {
-        self.done.is_finished()
+        self.done.as_ref().is_none_or(|d| d.is_finished())
     }
 
     /// Stops every flow: requests in flight are answered, what the target acknowledged is
     /// persisted, and the instance leaves its group. Returns the first flow's error, if any
     /// ([`ReplicatorError::Auth`] or [`ReplicatorError::Cluster`]), or
     /// [`ReplicatorError::Shutdown`] if the task running the flows failed.
-    pub async fn shutdown(self) -> Result<(), ReplicatorError> {
+    pub async fn shutdown(mut self) -> Result<(), ReplicatorError> {
         let _ = self.stop.send(true);
-        match self.done.await {
+        let Some(done) = self.done.take() else {
+            return Ok(());
+        };
+        match done.await {
             Ok(result) => result.map_err(ReplicatorError::from_flow),
             Err(e) => Err(ReplicatorError::Shutdown(format!(
                 "engine task failed: {e}"
             ))),
         }
+    }
+}
+
+impl Drop for Replicator {
+    /// Tells every flow to stop. Without this, the tasks would see the stop channel closed
+    /// with its value still `false`: flows would go on replicating and loops waiting on the
+    /// channel would wake at once, again and again.
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
     }
 }
 
