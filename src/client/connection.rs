@@ -7,6 +7,8 @@
 //! after the deadline (85–95 % of the lifetime) waits for the requests in flight, runs the SASL
 //! exchange again, then goes out.
 
+mod kerberos;
+
 use std::collections::HashMap;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};

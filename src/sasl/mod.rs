@@ -1,12 +1,16 @@
 //! SASL authentication, sans-io: mechanisms, the PLAIN token, SCRAM ([`scram`]), OAUTHBEARER
-//! ([`oauth`]: the token, where it comes from, when to refresh it), and when to re-authenticate
-//! (KIP-368).
+//! ([`oauth`]: the token, where it comes from, when to refresh it), GSSAPI settings and message
+//! checks ([`gssapi`]; the Kerberos calls are in `krb5`, behind the `gssapi` cargo feature),
+//! and when to re-authenticate (KIP-368).
 //!
 //! The exchange on a connection (in `client::connection`) follows Kafka: ApiVersions, then
 //! SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds carrying the mechanism's
 //! messages; a SaslAuthenticate answer v1+ may carry `session_lifetime_ms`, after which the
 //! broker closes the connection unless it re-authenticated.
 
+pub mod gssapi;
+#[cfg(feature = "gssapi")]
+pub mod krb5;
 pub mod oauth;
 pub mod scram;
 
