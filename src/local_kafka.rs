@@ -712,8 +712,16 @@ impl KafkaCluster {
         if self.opts.quick_start {
             c.arg("-XX:TieredStopAtLevel=1");
         }
-        if let Some(k) = self.opts.security.as_ref().and_then(|s| s.kerberos.as_ref()) {
-            c.arg(format!("-Djava.security.krb5.conf={}", k.krb5_conf.display()));
+        if let Some(k) = self
+            .opts
+            .security
+            .as_ref()
+            .and_then(|s| s.kerberos.as_ref())
+        {
+            c.arg(format!(
+                "-Djava.security.krb5.conf={}",
+                k.krb5_conf.display()
+            ));
         }
         c
     }
@@ -845,13 +853,20 @@ fn advertised_host(listener: &str) -> &'static str {
 }
 
 /// The `KERBEROS` listener's SASL settings: GSSAPI only, the broker's keytab and principal.
-fn kerberos_properties(k: &KafkaKerberos, reauth_ms: Option<u64>, props: &mut Vec<(String, String)>) {
+fn kerberos_properties(
+    k: &KafkaKerberos,
+    reauth_ms: Option<u64>,
+    props: &mut Vec<(String, String)>,
+) {
     let l = KERBEROS_LISTENER.to_ascii_lowercase();
     let mut set = |k: String, v: String| {
         props.retain(|(pk, _)| *pk != k);
         props.push((k, v));
     };
-    set(format!("listener.name.{l}.sasl.enabled.mechanisms"), "GSSAPI".into());
+    set(
+        format!("listener.name.{l}.sasl.enabled.mechanisms"),
+        "GSSAPI".into(),
+    );
     set("sasl.kerberos.service.name".into(), "kafka".into());
     set(
         format!("listener.name.{l}.gssapi.sasl.jaas.config"),
@@ -862,7 +877,10 @@ fn kerberos_properties(k: &KafkaKerberos, reauth_ms: Option<u64>, props: &mut Ve
         ),
     );
     if let Some(ms) = reauth_ms {
-        set(format!("listener.name.{l}.connections.max.reauth.ms"), ms.to_string());
+        set(
+            format!("listener.name.{l}.connections.max.reauth.ms"),
+            ms.to_string(),
+        );
     }
 }
 

@@ -141,7 +141,10 @@ mod tests {
             security_layer_answer(&[0x07, 0x00, 0x10, 0x00]),
             Ok([1, 0, 0, 0])
         );
-        assert_eq!(security_layer_answer(&[0x01, 0xff, 0xff, 0xff]), Ok([1, 0, 0, 0]));
+        assert_eq!(
+            security_layer_answer(&[0x01, 0xff, 0xff, 0xff]),
+            Ok([1, 0, 0, 0])
+        );
         let e = security_layer_answer(&[0x04, 0, 0, 0]).unwrap_err();
         assert!(e.message.contains("requires a SASL security layer"), "{e}");
         let e = security_layer_answer(&[1, 0, 0]).unwrap_err();
@@ -152,7 +155,10 @@ mod tests {
     #[test]
     fn service_principal_host_of_a_broker_address() {
         assert_eq!(service_host("localhost:9092"), "localhost");
-        assert_eq!(service_host("kafka-1.example.com:9093"), "kafka-1.example.com");
+        assert_eq!(
+            service_host("kafka-1.example.com:9093"),
+            "kafka-1.example.com"
+        );
         assert_eq!(service_host("[::1]:9092"), "::1");
         assert_eq!(service_host("broker"), "broker");
         assert_eq!(target_name("kafka", "localhost:1234"), "kafka@localhost");

@@ -25,7 +25,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext};
 use libgssapi::credential::Cred;
@@ -34,7 +34,9 @@ use libgssapi::name::Name;
 use libgssapi::oid::{GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE};
 use libgssapi_sys as sys;
 
-use super::gssapi::{renew_after, security_layer_answer, GssapiError, KerberosSettings, KerberosSource};
+use super::gssapi::{
+    renew_after, security_layer_answer, GssapiError, KerberosSettings, KerberosSource,
+};
 
 /// krb5 error codes (minor statuses) meaning the KDC could not be reached: worth retrying.
 const KRB5_KDC_UNREACH: i32 = -1_765_328_228;
@@ -77,6 +79,7 @@ impl Drop for MemoryCache {
 pub struct HeldCred {
     cred: Cred,
     renew_at: Instant,
+    expires_at: Instant,
     _cache: Option<MemoryCache>,
 }
 
@@ -103,9 +106,31 @@ fn credential(settings: &KerberosSettings) -> Result<Arc<HeldCred>, GssapiError>
     if let Some(held) = current.as_ref().filter(|h| Instant::now() < h.renew_at) {
         return Ok(held.clone());
     }
-    let held = Arc::new(acquire(settings)?);
-    *current = Some(held.clone());
-    Ok(held)
+    match acquire(settings) {
+        Ok(held) => {
+            let held = Arc::new(held);
+            *current = Some(held.clone());
+            Ok(held)
+        }
+        // The KDC is away but the ticket still lasts: keep using it, try again next time.
+        Err(e) if e.transient => match current.as_ref().filter(|h| still_valid(h)) {
+            Some(held) => {
+                tracing::warn!(
+                    credentials = %settings.describe(),
+                    expires_in = ?held.expires_at.saturating_duration_since(Instant::now()),
+                    "cannot renew the Kerberos ticket yet, using the current one: {e}"
+                );
+                Ok(held.clone())
+            }
+            None => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether held credentials last a few more seconds (enough for one authentication).
+fn still_valid(held: &HeldCred) -> bool {
+    Instant::now() + Duration::from_secs(5) < held.expires_at
 }
 
 /// One line from a GSS-API failure. Must run on the thread of the failed call: MIT keeps the
@@ -162,7 +187,10 @@ fn import_principal(principal: &str) -> Result<sys::gss_name_t, GssapiError> {
 /// Acquires credentials as `settings` says (`gss_acquire_cred_from`) and finds out how long
 /// they last, which makes MIT get the initial ticket from the KDC now.
 fn acquire(settings: &KerberosSettings) -> Result<HeldCred, GssapiError> {
-    let what = format!("cannot get Kerberos credentials for {}", settings.describe());
+    let what = format!(
+        "cannot get Kerberos credentials for {}",
+        settings.describe()
+    );
     let (mut store, cache) = match &settings.source {
         KerberosSource::Keytab(path) => {
             let keytab = CString::new(path.as_os_str().as_encoded_bytes())
@@ -239,9 +267,11 @@ fn acquire(settings: &KerberosSettings) -> Result<HeldCred, GssapiError> {
         lifetime = ?lifetime,
         "got Kerberos credentials"
     );
+    let now = Instant::now();
     Ok(HeldCred {
         cred,
-        renew_at: Instant::now() + renew_after(lifetime),
+        renew_at: now + renew_after(lifetime),
+        expires_at: now + lifetime,
         _cache: cache,
     })
 }
