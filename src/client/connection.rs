@@ -176,6 +176,7 @@ impl Connection {
                     .await?
             }
             SaslCredentials::OAuthBearer(o) => self.oauthbearer_exchange(w, o).await?,
+            SaslCredentials::Kerberos(k) => self.gssapi_authenticate(w, k).await?,
         };
         let deadline =
             sasl::reauth_delay(lifetime_ms, sasl::random_fraction()).map(|d| Instant::now() + d);

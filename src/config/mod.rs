@@ -112,6 +112,7 @@
 //! `mm2_keys` (MirrorMaker 2's `mm2.properties`; not `crate::mm2`, MM2's record formats).
 
 mod error;
+mod kerberos;
 mod mm2;
 mod mm2_keys;
 mod oauth;

@@ -412,6 +412,7 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
             | "connect_timeout_secs"
             | "connect_timeout_ms" => toml_timeout(file, table, key, &kpath, v, &mut c)?,
             _ if sasl.oauth.toml_key(file, &kpath, key, v)? => {}
+            _ if sasl.kerberos.toml_key(file, &kpath, key, v)? => {}
             _ => {
                 let key = dotted_name(key, v);
                 return Err(unknown_key(

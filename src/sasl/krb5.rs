@@ -41,6 +41,9 @@ use super::gssapi::{
 /// krb5 error codes (minor statuses) meaning the KDC could not be reached: worth retrying.
 const KRB5_KDC_UNREACH: i32 = -1_765_328_228;
 const KRB5_REALM_CANT_RESOLVE: i32 = -1_765_328_164;
+/// krb5 error codes of a key that does not match the KDC's (a stale keytab).
+const KRB5KRB_AP_ERR_BAD_INTEGRITY: i32 = -1_765_328_353;
+const KRB5KDC_ERR_PREAUTH_FAILED: i32 = -1_765_328_360;
 
 /// The DER value of the Kerberos principal name type (1.2.840.113554.1.2.2.1).
 const KRB5_PRINCIPAL_NAME_OID: &[u8] = b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x02\x01";
@@ -133,24 +136,68 @@ fn still_valid(held: &HeldCred) -> bool {
     Instant::now() + Duration::from_secs(5) < held.expires_at
 }
 
-/// One line from a GSS-API failure. Must run on the thread of the failed call: MIT keeps the
-/// detailed message of a minor status per thread.
+/// One line from a GSS-API failure: the mechanism's (Kerberos') own message when there is one,
+/// else the GSS-API status. Must run on the thread of the failed call: MIT keeps the detailed
+/// message of a minor status per thread.
 fn gss_failure(what: &str, e: GssError) -> GssapiError {
-    let text = e.to_string().replace('\n', " ");
-    let generic = "Unspecified GSS failure.  Minor code may provide more information";
-    let text = match text.strip_prefix(generic) {
-        Some(rest) if e.minor != 0 => rest
-            .trim()
-            .trim_start_matches('(')
-            .trim_end_matches(')')
-            .to_string(),
-        _ => text.trim().to_string(),
-    };
     let minor = e.minor as i32;
+    let text = match minor_text(e.minor) {
+        Some(t) => t,
+        None => e.to_string(),
+    };
+    let text = text.replace('\n', " ");
+    let hint = match minor {
+        KRB5KRB_AP_ERR_BAD_INTEGRITY | KRB5KDC_ERR_PREAUTH_FAILED => {
+            " (the keytab's key is not the KDC's: was the key changed since the keytab was made?)"
+        }
+        _ => "",
+    };
     GssapiError {
-        message: format!("{what}: {text}"),
+        message: format!("{what}: {}{hint}", text.trim()),
         transient: minor == KRB5_KDC_UNREACH || minor == KRB5_REALM_CANT_RESOLVE,
     }
+}
+
+/// The Kerberos message of a minor status, if it has one.
+fn minor_text(minor: u32) -> Option<String> {
+    if minor == 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut context = 0;
+    loop {
+        let mut m = 0;
+        let mut buf = sys::gss_buffer_desc {
+            length: 0,
+            value: ptr::null_mut(),
+        };
+        // SAFETY: GSS fills `buf`, which we read and release right here.
+        let major = unsafe {
+            sys::gss_display_status(
+                &mut m,
+                minor,
+                sys::GSS_C_MECH_CODE as c_int,
+                ptr::null_mut(),
+                &mut context,
+                &mut buf,
+            )
+        };
+        if major != sys::GSS_S_COMPLETE {
+            break;
+        }
+        if !buf.value.is_null() && buf.length > 0 {
+            // SAFETY: GSS returned `length` readable bytes at `value`.
+            let bytes = unsafe { std::slice::from_raw_parts(buf.value as *const u8, buf.length) };
+            out.push(String::from_utf8_lossy(bytes).into_owned());
+        }
+        // SAFETY: releasing the buffer GSS allocated.
+        unsafe { sys::gss_release_buffer(&mut m, &mut buf) };
+        if context == 0 {
+            break;
+        }
+    }
+    let text = out.join("; ");
+    (!text.trim().is_empty()).then_some(text)
 }
 
 fn check(what: &str, major: u32, minor: u32) -> Result<(), GssapiError> {

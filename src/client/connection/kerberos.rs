@@ -2,8 +2,9 @@
 //! [`crate::sasl::gssapi`]): GSS context tokens until the context is complete, then the
 //! broker's wrapped security-layer offer and our wrapped answer.
 //!
-//! Failures are one line naming the mechanism. A KDC that cannot be reached is an I/O error
-//! (retried: the connection is made again later); anything else is an authentication failure.
+//! Failures are one line naming the mechanism. A KDC that cannot be reached is a credentials
+//! error (retried with a backoff: the KDC may come back); anything else is an authentication
+//! failure (not retried).
 
 use super::{Connection, WriteHalf};
 use crate::error::{Error, ErrorKind, Result};
@@ -69,13 +70,11 @@ impl Connection {
     }
 }
 
-/// A GSSAPI failure as an error: I/O (retried) when the KDC could not be reached,
+/// A GSSAPI failure as an error: credentials (retried) when the KDC could not be reached,
 /// authentication (not retried) otherwise.
 fn gssapi_error(e: GssapiError) -> Error {
     if e.transient {
-        Error::new(ErrorKind::Io(std::io::Error::other(format!(
-            "SASL GSSAPI: {e}"
-        ))))
+        Error::new(ErrorKind::Credentials(format!("GSSAPI: {e}")))
     } else {
         Error::new(ErrorKind::Auth(format!("GSSAPI: {e}")))
     }
