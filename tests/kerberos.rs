@@ -383,7 +383,11 @@ fn gssapi_source_flow_renews_tickets_and_reauthenticates() {
     );
     assert!(lines_with(&log, "ERROR").is_empty(), "{log}");
     assert_no_secret("strait run log", &log, &secrets);
-    println!("kerberos flow: {n} records checked");
+    println!(
+        "kerberos flow: {n} records checked, {} tickets from the KDC, {} authentications",
+        tgts_issued(&kdc, &kdc.full(CLIENT)),
+        log.matches("SASL session has a lifetime").count()
+    );
 }
 
 /// "host:port" of a listener.
