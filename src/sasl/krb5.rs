@@ -136,8 +136,8 @@ fn still_valid(held: &HeldCred) -> bool {
     Instant::now() + Duration::from_secs(5) < held.expires_at
 }
 
-/// One line from a GSS-API failure: the mechanism's (Kerberos') own message when there is one,
-/// else the GSS-API status. Must run on the thread of the failed call: MIT keeps the detailed
+/// One line from a GSS-API failure (after `what`, if not empty): the mechanism's (Kerberos')
+/// own message when there is one, else the GSS-API status. Must run on the thread of the failed call: MIT keeps the detailed
 /// message of a minor status per thread.
 fn gss_failure(what: &str, e: GssError) -> GssapiError {
     let minor = e.minor as i32;
@@ -153,7 +153,10 @@ fn gss_failure(what: &str, e: GssError) -> GssapiError {
         _ => "",
     };
     GssapiError {
-        message: format!("{what}: {}{hint}", text.trim()),
+        message: match what {
+            "" => format!("{}{hint}", text.trim()),
+            _ => format!("{what}: {}{hint}", text.trim()),
+        },
         transient: minor == KRB5_KDC_UNREACH || minor == KRB5_REALM_CANT_RESOLVE,
     }
 }
@@ -231,32 +234,33 @@ fn import_principal(principal: &str) -> Result<sys::gss_name_t, GssapiError> {
     Ok(name)
 }
 
-/// Acquires credentials as `settings` says (`gss_acquire_cred_from`) and finds out how long
-/// they last, which makes MIT get the initial ticket from the KDC now.
-fn acquire(settings: &KerberosSettings) -> Result<HeldCred, GssapiError> {
-    let what = format!(
-        "cannot get Kerberos credentials for {}",
-        settings.describe()
-    );
-    let (mut store, cache) = match &settings.source {
+/// A credential store (`gss_acquire_cred_from`'s key/value pairs): the keytab and a fresh
+/// `MEMORY:` cache (destroyed with the returned guard), or the ticket cache to read.
+type CredStore = Vec<(&'static std::ffi::CStr, CString)>;
+
+fn cred_store(source: &KerberosSource) -> Result<(CredStore, Option<MemoryCache>), String> {
+    match source {
         KerberosSource::Keytab(path) => {
             let keytab = CString::new(path.as_os_str().as_encoded_bytes())
-                .map_err(|_| GssapiError::new(format!("{what}: NUL in the keytab path")))?;
+                .map_err(|_| "NUL in the keytab path".to_string())?;
             let n = CACHES.fetch_add(1, Ordering::Relaxed);
-            let name = format!("MEMORY:strait-{}-{n}", std::process::id());
-            let name = CString::new(name).map_err(|_| GssapiError::new(what.clone()))?;
+            let name = CString::new(format!("MEMORY:strait-{}-{n}", std::process::id()))
+                .map_err(|_| "NUL in the cache name".to_string())?;
             let store = vec![(c"client_keytab", keytab), (c"ccache", name.clone())];
-            (store, Some(MemoryCache(name)))
+            Ok((store, Some(MemoryCache(name))))
         }
         KerberosSource::TicketCache(Some(c)) => {
-            let c = CString::new(c.as_bytes())
-                .map_err(|_| GssapiError::new(format!("{what}: NUL in the cache name")))?;
-            (vec![(c"ccache", c)], None)
+            let c = CString::new(c.as_bytes()).map_err(|_| "NUL in the cache name".to_string())?;
+            Ok((vec![(c"ccache", c)], None))
         }
-        KerberosSource::TicketCache(None) => (Vec::new(), None),
-    };
+        KerberosSource::TicketCache(None) => Ok((Vec::new(), None)),
+    }
+}
+
+/// `gss_acquire_cred_from` for the Kerberos mechanism, initiating only.
+fn acquire_cred_from(principal: Option<&str>, store: &CredStore) -> Result<Cred, GssapiError> {
     let mut elements: Vec<sys::gss_key_value_element_desc> = store
-        .iter_mut()
+        .iter()
         .map(|(k, v)| sys::gss_key_value_element_desc {
             key: k.as_ptr(),
             value: v.as_ptr(),
@@ -266,8 +270,8 @@ fn acquire(settings: &KerberosSettings) -> Result<HeldCred, GssapiError> {
         count: elements.len() as u32,
         elements: elements.as_mut_ptr(),
     };
-    let name = match &settings.principal {
-        Some(p) => import_principal(p).map_err(|e| GssapiError::new(format!("{what}: {e}")))?,
+    let mut name = match principal {
+        Some(p) => import_principal(p)?,
         None => ptr::null_mut(),
     };
     let mut mech = sys::gss_OID_desc {
@@ -280,7 +284,8 @@ fn acquire(settings: &KerberosSettings) -> Result<HeldCred, GssapiError> {
     };
     let mut raw: sys::gss_cred_id_t = ptr::null_mut();
     let mut minor = 0;
-    // SAFETY: every pointer refers to locals that outlive the call; the output handle is ours.
+    // SAFETY: every pointer refers to locals that outlive the calls; the name is ours to
+    // release, and the output handle ours to own.
     let major = unsafe {
         let major = sys::gss_acquire_cred_from(
             &mut minor,
@@ -295,19 +300,35 @@ fn acquire(settings: &KerberosSettings) -> Result<HeldCred, GssapiError> {
         );
         if !name.is_null() {
             let mut m = 0;
-            let mut name = name;
             sys::gss_release_name(&mut m, &mut name);
         }
         major
     };
-    check(&what, major, minor)?;
+    check("", major, minor)?;
     // SAFETY: `raw` is a fresh handle we own (from a successful gss_acquire_cred_from).
-    let cred = unsafe { Cred::from_c(raw) };
-    let lifetime = cred.lifetime().map_err(|e| gss_failure(&what, e))?;
+    Ok(unsafe { Cred::from_c(raw) })
+}
+
+/// Acquires credentials as `settings` says and finds out how long they last, which makes MIT
+/// get the initial ticket from the KDC now (for a keytab).
+fn acquire(settings: &KerberosSettings) -> Result<HeldCred, GssapiError> {
+    let what = format!(
+        "cannot get Kerberos credentials for {}",
+        settings.describe()
+    );
+    let hint = match settings.source {
+        KerberosSource::TicketCache(_) => " (kinit or k5start must keep the ticket cache fresh)",
+        KerberosSource::Keytab(_) => "",
+    };
+    let fail = |e: GssapiError| GssapiError {
+        message: format!("{what}: {}{hint}", e.message),
+        transient: e.transient,
+    };
+    let (store, cache) = cred_store(&settings.source).map_err(|p| fail(GssapiError::new(p)))?;
+    let cred = acquire_cred_from(settings.principal.as_deref(), &store).map_err(fail)?;
+    let lifetime = cred.lifetime().map_err(|e| fail(gss_failure("", e)))?;
     if lifetime.is_zero() {
-        return Err(GssapiError::new(format!(
-            "{what}: the ticket has expired (renew it with kinit)"
-        )));
+        return Err(fail(GssapiError::new("the ticket has expired")));
     }
     tracing::info!(
         credentials = %settings.describe(),
@@ -394,4 +415,51 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| GssapiError::new(format!("the Kerberos task failed: {e}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(minor: i32) -> GssapiError {
+        gss_failure(
+            "what",
+            GssError {
+                major: MajorFlags::GSS_S_FAILURE,
+                minor: minor as u32,
+            },
+        )
+    }
+
+    #[test]
+    fn an_unreachable_kdc_is_transient_a_stale_key_is_not() {
+        let e = failure(KRB5_KDC_UNREACH);
+        assert!(e.transient, "{e}");
+        // (MIT has no text for a minor status no call returned: the GSS status is shown.)
+        assert!(e.message.starts_with("what: "), "{e}");
+        assert!(!e.message.contains('\n'), "{e}");
+        let e = failure(KRB5KRB_AP_ERR_BAD_INTEGRITY);
+        assert!(!e.transient);
+        assert!(e.message.contains("keytab's key"), "{e}");
+        assert!(!e.message.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn a_missing_ticket_cache_is_one_permanent_error() {
+        let settings = KerberosSettings {
+            service_name: "kafka".into(),
+            principal: None,
+            source: KerberosSource::TicketCache(Some("FILE:/nonexistent/strait-krb5cc".into())),
+        };
+        let Err(e) = acquire(&settings) else {
+            panic!("credentials from a missing cache");
+        };
+        assert!(!e.transient, "{e}");
+        assert!(
+            e.message
+                .contains("ticket cache FILE:/nonexistent/strait-krb5cc")
+                && e.message.contains("kinit"),
+            "{e}"
+        );
+    }
 }
