@@ -93,12 +93,13 @@ impl Flow {
     }
 
     /// Tells the observer which cluster `e` could not reach (authentication and credentials
-    /// included), so `/ready` says why; other errors are not about reaching a cluster.
+    /// included), so `/ready` says why; other errors are not about reaching a cluster, and a
+    /// connection the broker closed is simply made again.
     pub(super) fn report_unreachable(&self, e: &crate::error::Error) {
         use crate::error::ErrorKind as K;
         let reaching = matches!(
             e.kind,
-            K::Io(_) | K::Timeout(..) | K::Closed(_) | K::Credentials(_) | K::Auth(_) | K::Tls(_)
+            K::Io(_) | K::Timeout(..) | K::Credentials(_) | K::Auth(_) | K::Tls(_)
         );
         let side = match e.context.cluster.as_deref() {
             Some(c) if c == self.source.name() => Side::Source,
