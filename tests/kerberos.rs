@@ -326,6 +326,18 @@ fn tgts_issued(kdc: &Kdc, principal: &str) -> usize {
         .count()
 }
 
+/// How many times the KDC issued `principal` a ticket for the broker.
+fn service_tickets_issued(kdc: &Kdc, principal: &str) -> usize {
+    kdc.log()
+        .lines()
+        .filter(|l| {
+            l.contains("TGS_REQ")
+                && l.contains("ISSUE")
+                && l.contains(&format!("{principal} for kafka/localhost@"))
+        })
+        .count()
+}
+
 /// (a) A GSSAPI source replicated to a SCRAM target under continuous production for over a
 /// minute, while tickets (40 s) expire and are renewed and the broker asks for
 /// re-authentication every 15 s: every record arrives once and in order, strait got new
@@ -381,11 +393,19 @@ fn gssapi_source_flow_renews_tickets_and_reauthenticates() {
         log.matches("SASL session has a lifetime").count() >= 3,
         "re-authenticated:\n{log}"
     );
+    // Each new ticket-granting ticket brought a new service ticket for the broker: sessions
+    // after the first ticket expired were authenticated with fresh tickets.
+    assert!(
+        service_tickets_issued(&kdc, &kdc.full(CLIENT)) >= 2,
+        "{}",
+        kdc.log()
+    );
     assert!(lines_with(&log, "ERROR").is_empty(), "{log}");
     assert_no_secret("strait run log", &log, &secrets);
     println!(
-        "kerberos flow: {n} records checked, {} tickets from the KDC, {} authentications",
+        "kerberos flow: {n} records checked, {} tickets and {} service tickets from the KDC, {} authentications",
         tgts_issued(&kdc, &kdc.full(CLIENT)),
+        service_tickets_issued(&kdc, &kdc.full(CLIENT)),
         log.matches("SASL session has a lifetime").count()
     );
 }
