@@ -2,6 +2,10 @@
 # Installs what strait's build and tests need on a fresh Debian machine (idempotent):
 # - Debian packages to build librdkafka from source (the rdkafka dev-dependency, cmake-build);
 # - chromium, the headless browser of the status page test (tests/observe.rs);
+# - MIT Kerberos: the GSS-API library and headers the default `gssapi` feature links
+#   (libkrb5-dev; libclang and clang for libgssapi-sys's bindgen), and the KDC, its admin tool
+#   and kinit/klist for the test realm of tests/kerberos.rs (krb5-kdc, krb5-admin-server,
+#   krb5-user);
 # - Apache Kafka (the reference broker of the tests), fetched with Maven into
 #   ~/.cache/strait/kafka-<version>/libs, unless KAFKA_HOME names a distribution (its libs/).
 # - a nightly Rust toolchain and cargo-fuzz, for the fuzz targets in fuzz/ (libFuzzer).
@@ -10,7 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev chromium)
+packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev chromium
+  libkrb5-dev libclang-dev clang krb5-kdc krb5-admin-server krb5-user)
 # Apache Kafka 4 needs Java 17 or newer; tests/mm2_interop.rs compiles a Java program (javac);
 # tests/stores.rs makes JKS and PKCS12 stores with the JDK's keytool.
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
@@ -29,6 +34,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
+  # krb5-config (pulled in by the Kerberos packages) asks for a default realm: no prompt, the
+  # tests write their own krb5.conf.
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 

@@ -182,6 +182,8 @@ pub struct KafkaSecurity {
     pub reauth_ms: Option<u64>,
     /// OAUTHBEARER on the SASL listeners, with tokens validated against a JWKS endpoint.
     pub oauth: Option<KafkaOAuth>,
+    /// A `KERBEROS` listener (SASL_PLAINTEXT, GSSAPI only), if set.
+    pub kerberos: Option<KafkaKerberos>,
 }
 
 /// OAUTHBEARER validation of the SASL listeners (KIP-768): Kafka's
@@ -199,6 +201,22 @@ pub struct KafkaOAuth {
     /// folder goes in [`KafkaOptions::classpath`].
     pub validator_class: Option<String>,
 }
+
+/// The `KERBEROS` listener of [`KafkaSecurity`]: `SASL_PLAINTEXT` with SASL/GSSAPI only,
+/// advertised as `localhost` (the host of the broker's service principal
+/// `<service>/localhost@REALM`), service name `kafka`.
+#[derive(Debug, Clone)]
+pub struct KafkaKerberos {
+    /// The krb5.conf of the realm (the JVM's `java.security.krb5.conf`).
+    pub krb5_conf: PathBuf,
+    /// Keytab holding the broker's service principal.
+    pub keytab: PathBuf,
+    /// The broker's principal, e.g. `kafka/localhost@EXAMPLE.TEST`.
+    pub principal: String,
+}
+
+/// The name of the [`KafkaKerberos`] listener.
+pub const KERBEROS_LISTENER: &str = "KERBEROS";
 
 /// The listeners [`KafkaSecurity`] adds.
 pub const SECURE_LISTENERS: [&str; 3] = ["SSL", "SASL_PLAINTEXT", "SASL_SSL"];
@@ -335,6 +353,10 @@ impl KafkaCluster {
                 let port = free_port()?;
                 nodes[0].secure_ports.push((listener, port));
             }
+            if opts.security.as_ref().is_some_and(|s| s.kerberos.is_some()) {
+                let port = free_port()?;
+                nodes[0].secure_ports.push((KERBEROS_LISTENER, port));
+            }
         }
         let mut cluster = KafkaCluster {
             name: opts.name.clone(),
@@ -373,14 +395,15 @@ impl KafkaCluster {
             .join(",")
     }
 
-    /// "host:port" of a secured listener (`SSL`, `SASL_PLAINTEXT`, `SASL_SSL`) of node 1.
+    /// "host:port" of a secured listener (`SSL`, `SASL_PLAINTEXT`, `SASL_SSL`, `KERBEROS`) of
+    /// node 1, as advertised (`localhost` for `KERBEROS`).
     pub fn listener_bootstrap(&self, listener: &str) -> Option<String> {
         self.nodes
             .first()?
             .secure_ports
             .iter()
             .find(|(name, _)| *name == listener)
-            .map(|(_, port)| format!("127.0.0.1:{port}"))
+            .map(|(name, port)| format!("{}:{port}", advertised_host(name)))
     }
 
     /// The cluster's label.
@@ -569,8 +592,14 @@ impl KafkaCluster {
         let mut map = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_string();
         for (name, port) in &n.secure_ports {
             listeners.push_str(&format!(",{name}://127.0.0.1:{port}"));
-            advertised.push_str(&format!(",{name}://127.0.0.1:{port}"));
-            map.push_str(&format!(",{name}:{name}"));
+            let host = advertised_host(name);
+            advertised.push_str(&format!(",{name}://{host}:{port}"));
+            let protocol = if *name == KERBEROS_LISTENER {
+                "SASL_PLAINTEXT"
+            } else {
+                name
+            };
+            map.push_str(&format!(",{name}:{protocol}"));
         }
         let set = |props: &mut Vec<(String, String)>, k: &str, v: String| {
             props.retain(|(pk, _)| pk != k);
@@ -660,6 +689,9 @@ impl KafkaCluster {
                 );
             }
         }
+        if let Some(k) = &sec.kerberos {
+            kerberos_properties(k, sec.reauth_ms, props);
+        }
         Ok(())
     }
 
@@ -679,6 +711,17 @@ impl KafkaCluster {
             .arg("-XX:CICompilerCount=2");
         if self.opts.quick_start {
             c.arg("-XX:TieredStopAtLevel=1");
+        }
+        if let Some(k) = self
+            .opts
+            .security
+            .as_ref()
+            .and_then(|s| s.kerberos.as_ref())
+        {
+            c.arg(format!(
+                "-Djava.security.krb5.conf={}",
+                k.krb5_conf.display()
+            ));
         }
         c
     }
@@ -796,6 +839,48 @@ impl Drop for KafkaCluster {
                 let _ = fs::remove_dir_all(self.dir.join(format!("data{}", n.id)));
             }
         }
+    }
+}
+
+/// The host a secured listener advertises: `localhost` for Kerberos (the instance of the
+/// service principal), the loopback address otherwise.
+fn advertised_host(listener: &str) -> &'static str {
+    if listener == KERBEROS_LISTENER {
+        "localhost"
+    } else {
+        "127.0.0.1"
+    }
+}
+
+/// The `KERBEROS` listener's SASL settings: GSSAPI only, the broker's keytab and principal.
+fn kerberos_properties(
+    k: &KafkaKerberos,
+    reauth_ms: Option<u64>,
+    props: &mut Vec<(String, String)>,
+) {
+    let l = KERBEROS_LISTENER.to_ascii_lowercase();
+    let mut set = |k: String, v: String| {
+        props.retain(|(pk, _)| *pk != k);
+        props.push((k, v));
+    };
+    set(
+        format!("listener.name.{l}.sasl.enabled.mechanisms"),
+        "GSSAPI".into(),
+    );
+    set("sasl.kerberos.service.name".into(), "kafka".into());
+    set(
+        format!("listener.name.{l}.gssapi.sasl.jaas.config"),
+        format!(
+            "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab=\"{}\" principal=\"{}\";",
+            k.keytab.display(),
+            k.principal
+        ),
+    );
+    if let Some(ms) = reauth_ms {
+        set(
+            format!("listener.name.{l}.connections.max.reauth.ms"),
+            ms.to_string(),
+        );
     }
 }
 

@@ -7,6 +7,8 @@
 //! after the deadline (85–95 % of the lifetime) waits for the requests in flight, runs the SASL
 //! exchange again, then goes out.
 
+mod kerberos;
+
 use std::collections::HashMap;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -174,6 +176,7 @@ impl Connection {
                     .await?
             }
             SaslCredentials::OAuthBearer(o) => self.oauthbearer_exchange(w, o).await?,
+            SaslCredentials::Kerberos(k) => self.gssapi_authenticate(w, k).await?,
         };
         let deadline =
             sasl::reauth_delay(lifetime_ms, sasl::random_fraction()).map(|d| Instant::now() + d);

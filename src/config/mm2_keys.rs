@@ -56,7 +56,9 @@ const MM2_CLIENT_KEYS: &[&str] = &[
 
 /// Whether strait reads this client key (per cluster or global).
 fn is_client_key(key: &str) -> bool {
-    MM2_CLIENT_KEYS.contains(&key) || super::oauth::MM2_KEYS.contains(&key)
+    MM2_CLIENT_KEYS.contains(&key)
+        || super::oauth::MM2_KEYS.contains(&key)
+        || super::kerberos::MM2_KEYS.contains(&key)
 }
 
 /// The note on the older MSK IAM mechanism.
@@ -68,7 +70,7 @@ const DEFAULT_TOPIC_FILTER_CLASS: &str = "org.apache.kafka.connect.mirror.Defaul
 const DEFAULT_GROUP_FILTER_CLASS: &str = "org.apache.kafka.connect.mirror.DefaultGroupFilter";
 
 /// The reason for an SSL or SASL key strait does not read.
-const SECURITY_OTHER: &str = "this SSL/SASL setting is not supported by strait; ignored (understood: security.protocol, sasl.mechanism, sasl.jaas.config, sasl.oauthbearer.*, sasl.login.*, ssl.truststore.type/location/password/certificates, ssl.keystore.type/location/password/certificate.chain/key, ssl.key.password)";
+const SECURITY_OTHER: &str = "this SSL/SASL setting is not supported by strait; ignored (understood: security.protocol, sasl.mechanism, sasl.jaas.config, sasl.oauthbearer.*, sasl.login.*, sasl.kerberos.service.name, ssl.truststore.type/location/password/certificates, ssl.keystore.type/location/password/certificate.chain/key, ssl.key.password)";
 /// The reason for a Kafka Connect internal topic's key.
 const CONNECT_STATE: &str = "a Kafka Connect internal topic; strait keeps no Kafka Connect state";
 /// The reason for a config provider strait does not implement.

@@ -14,7 +14,7 @@
 //! [clusters.cluster_b]
 //! bootstrap_servers = "kafka-b:9093"
 //! security_protocol = "SASL_SSL"
-//! sasl_mechanism = "SCRAM-SHA-512"         # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//! sasl_mechanism = "SCRAM-SHA-512"         # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI
 //! sasl_username = "strait"
 //! sasl_password = { env = "B_PASSWORD" }   # or { file = "/run/secrets/b" }, or a string (warned)
 //! ssl_ca_file = "/etc/strait/ca.pem"       # PEM CAs to trust; default: the system roots
@@ -31,6 +31,13 @@
 //! ssl_keystore_alias = "strait"            # optional: which key, when the store has several
 //! ssl_truststore_location = "/etc/strait/truststore.p12"
 //! ssl_truststore_password = { env = "C_TRUSTSTORE_PASSWORD" }
+//! [clusters.cluster_k]                     # Kerberos (GSSAPI, RFC 4752)
+//! bootstrap_servers = "kafka-k.example.com:9094"
+//! security_protocol = "SASL_PLAINTEXT"
+//! sasl_mechanism = "GSSAPI"
+//! sasl_kerberos_service_name = "kafka"     # default; brokers are kafka/<advertised host>@REALM
+//! sasl_kerberos_principal = "strait@EXAMPLE.COM"
+//! sasl_kerberos_keytab = "/etc/strait/strait.keytab"  # or sasl_kerberos_ccache = "FILE:/path"
 //! [defaults]                               # optional: any flow key except source/target
 //! refresh_topics_interval_secs = 10
 //! [[flows]]
@@ -78,7 +85,9 @@
 //! `<alias>.security.protocol`, `<alias>.client.id`, `<alias>.request.timeout.ms`,
 //! `<alias>.socket.connection.setup.timeout.ms`, `<alias>.sasl.mechanism`,
 //! `<alias>.sasl.jaas.config` (`PlainLoginModule` / `ScramLoginModule` with `username="..."
-//! password="..."`), `<alias>.ssl.truststore.type` (`JKS`, the default, `PKCS12` or `PEM`),
+//! password="..."`, `Krb5LoginModule` with `useKeyTab=true keyTab="..." principal="..."` or
+//! `useTicketCache=true [ticketCache="..."]`), `<alias>.sasl.kerberos.service.name`,
+//! `<alias>.ssl.truststore.type` (`JKS`, the default, `PKCS12` or `PEM`),
 //! `<alias>.ssl.truststore.location`, `<alias>.ssl.truststore.password`,
 //! `<alias>.ssl.truststore.certificates`, `<alias>.ssl.keystore.type` (likewise),
 //! `<alias>.ssl.keystore.location`, `<alias>.ssl.keystore.password`, `<alias>.ssl.key.password`,
@@ -108,10 +117,11 @@
 //! This module holds the model (the types below, their defaults, [`load`] and [`parse`]); its
 //! private parts are `error` ([`ConfigError`] and which key set a field), `validate` (checks
 //! shared by both formats), `toml` and `toml_flow` (strait's TOML), `security` (SASL, TLS and
-//! secrets in both formats), `stores` (key and trust stores in both formats), `properties` (Java properties files and JAAS lines), `mm2` and
+//! secrets in both formats; `oauth` and `kerberos` for OAUTHBEARER and GSSAPI), `stores` (key and trust stores in both formats), `properties` (Java properties files and JAAS lines), `mm2` and
 //! `mm2_keys` (MirrorMaker 2's `mm2.properties`; not `crate::mm2`, MM2's record formats).
 
 mod error;
+mod kerberos;
 mod mm2;
 mod mm2_keys;
 mod oauth;

@@ -9,6 +9,7 @@ use crate::sasl::{SaslCredentials, SaslMechanism, SaslSettings};
 use crate::secret::{ProviderKind, Secret};
 
 use super::error::{ConfigError, Where};
+use super::kerberos::{self, KerberosParts, KRB5_MODULE};
 use super::mm2::{mm2_list, Lookup};
 use super::oauth::{self, OAuthParts, MSK_MODULE, OAUTH_MODULE};
 use super::properties::{parse_jaas, Props};
@@ -30,6 +31,8 @@ pub(super) struct SaslParts {
     pub(super) password: Option<Secret>,
     /// OAUTHBEARER settings.
     pub(super) oauth: OAuthParts,
+    /// GSSAPI (Kerberos) settings.
+    pub(super) kerberos: KerberosParts,
 }
 
 impl SaslParts {
@@ -48,8 +51,21 @@ impl SaslParts {
                 parts.password = Some(password);
             }
             SaslCredentials::OAuthBearer(o) => parts.oauth = OAuthParts::from_settings(*o),
+            SaslCredentials::Kerberos(k) => parts.kerberos = KerberosParts::from_settings(k),
         }
         parts
+    }
+
+    /// A field set for a mechanism other than `mechanism` (OAUTHBEARER or GSSAPI keys), with
+    /// the mechanism it belongs to.
+    fn foreign_field(&self, mechanism: SaslMechanism) -> Option<(&'static str, &'static str)> {
+        let oauth = self.oauth.first_set().map(|f| (f, "OAUTHBEARER"));
+        let kerberos = self.kerberos.first_set().map(|f| (f, "GSSAPI"));
+        match mechanism {
+            SaslMechanism::OAuthBearer => kerberos,
+            SaslMechanism::Gssapi => oauth,
+            _ => oauth.or(kerberos),
+        }
     }
 
     /// Checks the parts against the protocol and the mechanism. Errors name TOML fields.
@@ -65,7 +81,8 @@ impl SaslParts {
             let set = [("sasl_mechanism", self.mechanism.is_some())]
                 .into_iter()
                 .chain(password_fields)
-                .chain(self.oauth.first_set().map(|f| (f, true)));
+                .chain(self.oauth.first_set().map(|f| (f, true)))
+                .chain(self.kerberos.first_set().map(|f| (f, true)));
             if let Some((field, _)) = set.into_iter().find(|(_, s)| *s) {
                 return Err((
                     field,
@@ -83,13 +100,13 @@ impl SaslParts {
             format!("missing: {p} needs a SASL mechanism"),
         ))?;
         let m = mechanism.as_str();
+        if let Some((field, owner)) = self.foreign_field(mechanism) {
+            return Err((
+                field,
+                format!("set, but sasl_mechanism is {m} (this key is for {owner})"),
+            ));
+        }
         if mechanism.uses_password() {
-            if let Some(field) = self.oauth.first_set() {
-                return Err((
-                    field,
-                    format!("set, but sasl_mechanism is {m} (this key is for OAUTHBEARER)"),
-                ));
-            }
             let username = self
                 .username
                 .filter(|u| !u.is_empty())
@@ -105,7 +122,10 @@ impl SaslParts {
                 format!("set, but sasl_mechanism is {m}, which uses no user name or password"),
             ));
         }
-        let credentials = SaslCredentials::OAuthBearer(Box::new(self.oauth.finish()?));
+        let credentials = match mechanism {
+            SaslMechanism::Gssapi => SaslCredentials::Kerberos(self.kerberos.finish()?),
+            _ => SaslCredentials::OAuthBearer(Box::new(self.oauth.finish()?)),
+        };
         Ok(Some(SaslSettings {
             mechanism,
             credentials,
@@ -266,6 +286,7 @@ fn mm2_security_key(field: &str) -> &'static str {
         "sasl_username" | "sasl_password" => "sasl.jaas.config",
         "ssl_ca_file" | "ssl_truststore_location" => "ssl.truststore.location",
         "ssl_key_password" => "ssl.key.password",
+        f if f.starts_with("sasl_kerberos_") => kerberos::mm2_key(f),
         f if f.starts_with("sasl_") => oauth::mm2_key(f),
         _ => "ssl.keystore.location",
     }
@@ -313,6 +334,7 @@ fn mm2_sasl(
 ) -> Result<SaslParts, ConfigError> {
     let mut sasl = SaslParts {
         oauth: oauth::mm2_parts(file, get, providers)?,
+        kerberos: kerberos::mm2_parts(get),
         ..SaslParts::default()
     };
     if let Some((v, at)) = get("sasl.mechanism") {
@@ -350,11 +372,12 @@ fn mm2_jaas(
         PLAIN_MODULE => &[SaslMechanism::Plain],
         SCRAM_MODULE => &[SaslMechanism::ScramSha256, SaslMechanism::ScramSha512],
         OAUTH_MODULE | MSK_MODULE => &[SaslMechanism::OAuthBearer],
+        KRB5_MODULE => &[SaslMechanism::Gssapi],
         other => {
             return Err(at
                 .error(file, format!("login module {other} is not supported"))
                 .allowed(format!(
-                    "{PLAIN_MODULE}, {SCRAM_MODULE}, {OAUTH_MODULE}, {MSK_MODULE}"
+                    "{PLAIN_MODULE}, {SCRAM_MODULE}, {OAUTH_MODULE}, {MSK_MODULE}, {KRB5_MODULE}"
                 )))
         }
     };
@@ -377,6 +400,9 @@ fn mm2_jaas(
         return sasl
             .oauth
             .mm2_msk_module(file, at, &jaas.options, providers);
+    }
+    if jaas.module == KRB5_MODULE {
+        return sasl.kerberos.mm2_jaas(file, at, &jaas.options);
     }
     for (key, value) in &jaas.options {
         let secret = || {
@@ -477,7 +503,7 @@ sasl_password = {{ file = "{}" }}
             None,
         );
         let e = parse_toml(
-            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"GSSAPI\"\n"),
+            &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"NTLM\"\n"),
             "s.toml",
         )
         .unwrap_err();
@@ -485,8 +511,8 @@ sasl_password = {{ file = "{}" }}
             &e,
             "s.toml",
             "clusters.a.sasl_mechanism",
-            "unknown SASL mechanism `GSSAPI`",
-            Some("PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+            "unknown SASL mechanism `NTLM`",
+            Some("PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI"),
         );
         let e = parse_toml(
             &format!("{base}security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_password = \"hunter2\"\n"),
@@ -577,7 +603,7 @@ sasl_password = {{ file = "{}" }}
         assert!(!e.to_string().contains("sekrit"));
         let e = mm2_err(&format!(
             "{MM2_BASE}a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
-             a.sasl.jaas.config = com.sun.security.auth.module.Krb5LoginModule required;\n"
+             a.sasl.jaas.config = com.example.NtlmLoginModule required;\n"
         ));
         assert!(e.problem.contains("not supported"), "{e}");
         let e = mm2_err(&format!(

@@ -25,7 +25,7 @@ use super::{
 const TOP_KEYS: &[&str] = &["http", "instance_group", "clusters", "defaults", "flows"];
 
 /// The keys of a `[clusters.<alias>]` table (and the OAUTHBEARER keys of
-/// [`super::oauth::TOML_KEYS`]).
+/// [`super::oauth::TOML_KEYS`]); the GSSAPI keys repeat [`super::kerberos::TOML_KEYS`].
 const CLUSTER_KEYS: &[&str] = &[
     "bootstrap_servers",
     "security_protocol",
@@ -38,6 +38,10 @@ const CLUSTER_KEYS: &[&str] = &[
     "sasl_mechanism",
     "sasl_username",
     "sasl_password",
+    "sasl_kerberos_service_name",
+    "sasl_kerberos_principal",
+    "sasl_kerberos_keytab",
+    "sasl_kerberos_ccache",
     "ssl_ca_file",
     "ssl_certificate_file",
     "ssl_key_file",
@@ -72,6 +76,7 @@ const MM2_TO_TOML: &[(&str, &str)] = &[
     ("security.protocol", "security_protocol"),
     ("sasl.mechanism", "sasl_mechanism"),
     ("sasl.jaas.config", "sasl_username"),
+    ("sasl.kerberos.service.name", "sasl_kerberos_service_name"),
     ("ssl.truststore.location", "ssl_truststore_location"),
     ("ssl.truststore.type", "ssl_truststore_type"),
     ("ssl.truststore.password", "ssl_truststore_password"),
@@ -412,6 +417,7 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
             | "connect_timeout_secs"
             | "connect_timeout_ms" => toml_timeout(file, table, key, &kpath, v, &mut c)?,
             _ if sasl.oauth.toml_key(file, &kpath, key, v)? => {}
+            _ if sasl.kerberos.toml_key(file, &kpath, key, v)? => {}
             _ => {
                 let key = dotted_name(key, v);
                 return Err(unknown_key(

@@ -516,9 +516,16 @@ impl Flow {
         }
         if self.timers.get(Due::Refresh).is_some_and(|at| at <= now) {
             tracing::debug!(flow = %name, "refreshing topics");
-            if let Err(e) = self.refresh_topics().await {
-                tracing::error!(flow = %name, "topic refresh failed: {e}");
-                self.obs.error(&name, "topic_refresh");
+            match self.refresh_topics().await {
+                Ok(()) => {
+                    self.obs.connected(&name, Side::Source, true);
+                    self.obs.connected(&name, Side::Target, true);
+                }
+                Err(e) => {
+                    tracing::error!(flow = %name, "topic refresh failed: {e}");
+                    self.obs.error(&name, "topic_refresh");
+                    self.report_unreachable(&e);
+                }
             }
             self.timers
                 .set(Due::Refresh, now + self.cfg.refresh_topics_interval);
@@ -586,6 +593,7 @@ impl Flow {
         };
         let orders = self.path.poll_fetch(now, &view);
         let mut failed = None;
+        let mut sent = false;
         for FetchOrder {
             id,
             leader,
@@ -601,6 +609,7 @@ impl Flow {
                 .await
             {
                 Ok(p) => {
+                    sent = true;
                     self.fetches.push((id, leader, p));
                     self.path.traffic.incremental_fetches += u64::from(incremental);
                 }
@@ -616,7 +625,10 @@ impl Flow {
                 self.obs.error(&name, "fetch");
                 self.obs.disconnected(&name, Side::Source, problem);
             }
-            None => self.obs.connected(&name, Side::Source, true),
+            // Only a request that went out says the source answers (with no partition to
+            // fetch, the control plane's checks speak for it).
+            None if sent => self.obs.connected(&name, Side::Source, true),
+            None => {}
         }
     }
 

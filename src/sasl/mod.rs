@@ -1,12 +1,16 @@
 //! SASL authentication, sans-io: mechanisms, the PLAIN token, SCRAM ([`scram`]), OAUTHBEARER
-//! ([`oauth`]: the token, where it comes from, when to refresh it), and when to re-authenticate
-//! (KIP-368).
+//! ([`oauth`]: the token, where it comes from, when to refresh it), GSSAPI settings and message
+//! checks ([`gssapi`]; the Kerberos calls are in `krb5`, behind the `gssapi` cargo feature),
+//! and when to re-authenticate (KIP-368).
 //!
 //! The exchange on a connection (in `client::connection`) follows Kafka: ApiVersions, then
 //! SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds carrying the mechanism's
 //! messages; a SaslAuthenticate answer v1+ may carry `session_lifetime_ms`, after which the
 //! broker closes the connection unless it re-authenticated.
 
+pub mod gssapi;
+#[cfg(feature = "gssapi")]
+pub mod krb5;
 pub mod oauth;
 pub mod scram;
 
@@ -26,15 +30,19 @@ pub enum SaslMechanism {
     /// `OAUTHBEARER` (RFC 7628, KIP-255): a bearer token from an OIDC token endpoint (KIP-768)
     /// or an AWS MSK IAM signer.
     OAuthBearer,
+    /// `GSSAPI` (RFC 4752): Kerberos V5, tickets from a keytab or a ticket cache (needs the
+    /// `gssapi` cargo feature).
+    Gssapi,
 }
 
 impl SaslMechanism {
     /// Every mechanism.
-    pub const ALL: [SaslMechanism; 4] = [
+    pub const ALL: [SaslMechanism; 5] = [
         SaslMechanism::Plain,
         SaslMechanism::ScramSha256,
         SaslMechanism::ScramSha512,
         SaslMechanism::OAuthBearer,
+        SaslMechanism::Gssapi,
     ];
 
     /// Kafka's name (`sasl.mechanism`).
@@ -44,6 +52,7 @@ impl SaslMechanism {
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
             SaslMechanism::OAuthBearer => "OAUTHBEARER",
+            SaslMechanism::Gssapi => "GSSAPI",
         }
     }
 
@@ -121,6 +130,9 @@ pub enum SaslCredentials {
     },
     /// OAUTHBEARER: where tokens come from, the SASL extensions, and the cluster's token cache.
     OAuthBearer(Box<oauth::OAuthSettings>),
+    /// GSSAPI: the Kerberos principal, where its tickets come from, and the brokers' service
+    /// name.
+    Kerberos(gssapi::KerberosSettings),
 }
 
 /// The PLAIN message: `authzid NUL authcid NUL password`, with an empty authzid.
@@ -181,10 +193,11 @@ mod tests {
             SaslMechanism::parse("oauthbearer"),
             Some(SaslMechanism::OAuthBearer)
         );
+        assert_eq!(SaslMechanism::parse("gssapi"), Some(SaslMechanism::Gssapi));
         assert_eq!(SaslMechanism::parse("NTLM"), None);
         assert_eq!(
             SaslMechanism::allowed(),
-            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"
+            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI"
         );
     }
 

@@ -12,6 +12,7 @@
 //! - [`certs`]: test certificates generated at test time (CA, server, client, unrelated CA).
 //! - [`cli`]: strait commands from a test, their output, `assert_no_secret`.
 //! - [`stores`]: JKS and PKCS12 key and trust stores made at test time by the JDK's keytool.
+//! - [`kdc`]: a test Kerberos realm (MIT KDC on a loopback port, principals, keytabs).
 //! - [`java`]: Java programs of `tests/java/`, compiled against Apache Kafka's jars and run.
 //! - [`load`]: continuous production, and the exactly-once check after it.
 //! - [`oidc`]: an OIDC identity provider on loopback (token endpoint and JWKS, RS256).
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod data;
 pub mod java;
 pub mod kafka;
+pub mod kdc;
 pub mod leaders;
 pub mod load;
 pub mod oidc;

@@ -92,6 +92,25 @@ impl Flow {
         own.report(&self.name(), self.wanted_items.clone(), held, rates, health);
     }
 
+    /// Tells the observer which cluster `e` could not reach (authentication and credentials
+    /// included), so `/ready` says why; other errors are not about reaching a cluster, and a
+    /// connection the broker closed is simply made again.
+    pub(super) fn report_unreachable(&self, e: &crate::error::Error) {
+        use crate::error::ErrorKind as K;
+        let reaching = matches!(
+            e.kind,
+            K::Io(_) | K::Timeout(..) | K::Credentials(_) | K::Auth(_) | K::Tls(_)
+        );
+        let side = match e.context.cluster.as_deref() {
+            Some(c) if c == self.source.name() => Side::Source,
+            Some(c) if c == self.target.name() => Side::Target,
+            _ => return,
+        };
+        if reaching {
+            self.obs.disconnected(&self.name(), side, e.to_string());
+        }
+    }
+
     /// Checks every few seconds that both clusters answer (scale-out: an instance that cannot
     /// reach one leaves the group).
     pub(super) async fn check_health(&mut self) {
