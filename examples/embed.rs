@@ -50,7 +50,7 @@ async fn run(config: &str, flow: &str, limit: Duration) -> Result<(), strait::Re
         loop {
             every.tick().await;
             ticks += 1;
-            if ticks % 50 == 0 {
+            if ticks.is_multiple_of(50) {
                 println!("gateway: {ticks} ticks of its own work");
             }
         }

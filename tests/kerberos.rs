@@ -685,3 +685,104 @@ fn kdc_outage_pauses_the_flow_and_replication_resumes() {
     run.stop();
     println!("kdc outage flow: {n} records checked");
 }
+
+/// A PLAINTEXT source replicated (MirrorMaker 2 naming) and mirrored (same names and offsets)
+/// into a Kerberos target under continuous production while tickets of 20 s expire and the
+/// broker asks for re-authentication every 10 s: every record once and in order; then
+/// `strait failover` commits a group's translated offsets on the Kerberos cluster, and
+/// `strait probe` reads it.
+#[test]
+fn gssapi_target_replicate_and_mirror_flows_and_failover() {
+    use support::data::{commit_group, committed_offset};
+    use support::load::{finish_and_check, Load};
+
+    let (kdc, k, keytab) = kerberos_kafka("krb-target", Duration::from_secs(20), Some(10_000));
+    let a = support::Broker::start("krb-target-a");
+    let (topic, mirrored) = (topic_name("krb-repl"), topic_name("krb-mirror"));
+    create_topic(&a.bootstrap(), &topic, 2);
+    create_topic(&a.bootstrap(), &mirrored, 2);
+    let remote = format!("a.{topic}");
+    let group = topic_name("krb-group");
+    let krb = |alias: &str| {
+        format!(
+            "[clusters.{alias}]\nbootstrap_servers = \"{}\"\nsecurity_protocol = \"SASL_PLAINTEXT\"\n\
+             sasl_mechanism = \"GSSAPI\"\nsasl_kerberos_principal = \"{}\"\nsasl_kerberos_keytab = \"{}\"\n",
+            k.listener_bootstrap(KERBEROS_LISTENER).unwrap(),
+            kdc.full(CLIENT),
+            keytab.display()
+        )
+    };
+    let config = write_file(
+        kdc.dir(),
+        "target.toml",
+        &format!(
+            "instance_group = \"{}\"\n[clusters.a]\nbootstrap_servers = \"{}\"\n{}{}\
+             [[flows]]\nsource = \"a\"\ntarget = \"k\"\ntopics = [\"{topic}\"]\n\
+             refresh_topics_interval_secs = 1\ncheckpoint_interval_secs = 1\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"km\"\nmode = \"mirror\"\ntopics = [\"{mirrored}\"]\n\
+             refresh_topics_interval_secs = 1\n",
+            topic_name("g"),
+            a.bootstrap(),
+            krb("k"),
+            krb("km"),
+        ),
+    );
+    // `strait run` takes the realm and the (absent) ticket cache from this environment.
+    std::env::set_var("KRB5_CONFIG", kdc.krb5_conf());
+    std::env::set_var(
+        "KRB5CCNAME",
+        format!("FILE:{}/no-such-cache", kdc.dir().display()),
+    );
+    let load = Load::start_with(a.bootstrap(), &topic, 2, 100);
+    let load_m = Load::start_with(a.bootstrap(), &mirrored, 2, 100);
+    let run = support::StraitRun::start(&config, &kdc.dir().join("target.log"));
+    std::thread::sleep(Duration::from_secs(5));
+    commit_group(&a.bootstrap(), &group, &topic, 2, 11);
+    std::thread::sleep(Duration::from_secs(40));
+    let written = finish_and_check(
+        &a.bootstrap(),
+        &k.bootstrap(),
+        &run,
+        vec![(load, &topic, &remote), (load_m, &mirrored, &mirrored)],
+    );
+    // The group's checkpoint reaches the target.
+    std::thread::sleep(Duration::from_secs(3));
+    let log = run.stop();
+    assert!(
+        tgts_issued(&kdc, &kdc.full(CLIENT)) >= 2,
+        "new tickets after the first expired:\n{}",
+        kdc.log()
+    );
+    assert!(lines_with(&log, "ERROR").is_empty(), "{log}");
+
+    let c = config.display().to_string();
+    let out = strait_cmd(&kdc)
+        .args(["failover", "--config", &c, "--source", "a", "--target", "k"])
+        .args(["--group", &group])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for p in 0..2 {
+        assert_eq!(
+            committed_offset(&k.bootstrap(), &group, &remote, p),
+            Some(11),
+            "partition {p} after failover:\n{}",
+            text(&out)
+        );
+    }
+    let probe_out = probe(&kdc, &config, "k");
+    assert!(probe_out.status.success(), "{}", text(&probe_out));
+    assert!(text(&probe_out).contains(&mirrored), "{}", text(&probe_out));
+    let secrets = secrets(&kdc, &[&keytab]);
+    for (what, t) in [
+        ("strait run log", log),
+        ("strait failover", text(&out)),
+        ("strait probe", text(&probe_out)),
+    ] {
+        assert_no_secret(what, &t, &secrets);
+    }
+    println!(
+        "kerberos target: {written:?} records checked, {} tickets from the KDC",
+        tgts_issued(&kdc, &kdc.full(CLIENT))
+    );
+}

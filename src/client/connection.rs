@@ -158,7 +158,7 @@ impl Connection {
                     .with_mechanism(StrBytes::from_static_str(mechanism.as_str())),
             )
             .await?;
-        if hs.error_code != error_code::NONE {
+        if hs.error_code == error_code::UNSUPPORTED_SASL_MECHANISM {
             let offered: Vec<&str> = hs.mechanisms.iter().map(|m| m.as_str()).collect();
             return Err(Error::new(ErrorKind::Auth(format!(
                 "the broker does not enable {} (it offers: {})",
@@ -168,6 +168,15 @@ impl Connection {
                 } else {
                     offered.join(", ")
                 }
+            ))));
+        }
+        if hs.error_code != error_code::NONE {
+            // Not a refusal of the credentials (for example ILLEGAL_SASL_STATE when the
+            // broker ended the session as re-authentication began): a new connection cures it.
+            return Err(Error::new(ErrorKind::Protocol(format!(
+                "the broker refused the SASL handshake for {}: {}",
+                mechanism.as_str(),
+                error_code::name(hs.error_code)
             ))));
         }
         let lifetime_ms = match &settings.credentials {
