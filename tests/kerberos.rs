@@ -13,12 +13,13 @@ mod support;
 use std::io::Write as _;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strait::local_kafka::{KafkaCluster, KafkaKerberos, KafkaSecurity, KERBEROS_LISTENER};
+use support::cli::{lines_with, text, write_file};
 use support::kafka::{start_kafka_with, KafkaOptions};
 use support::kdc::Kdc;
 use support::{consume_all, create_topic, produce_records, topic_name, Codec, TestPki, TestRecord};
@@ -120,50 +121,28 @@ fn flow_toml(topic: &str, http: &str) -> String {
     )
 }
 
-fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-/// `strait` with the realm's krb5.conf and the target's password in its environment.
+/// `strait` in the realm (see [`env`]).
 fn strait_cmd(kdc: &Kdc) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strait"));
-    cmd.env_remove("STRAIT_LOG")
-        .env("KRB5_CONFIG", kdc.krb5_conf())
-        // No ticket cache of the machine's user is read by mistake.
-        .env(
-            "KRB5CCNAME",
-            format!("FILE:{}/no-such-cache", kdc.dir().display()),
-        )
-        .env("STRAIT_TEST_SCRAM_PASSWORD", SCRAM_PASSWORD)
-        .stdin(Stdio::null());
-    cmd
+    let conf = kdc.krb5_conf().display().to_string();
+    let no_cache = format!("FILE:{}/no-such-cache", kdc.dir().display());
+    support::cli::strait_cmd(&env(&conf, &no_cache))
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// `strait --log trace probe --config F --cluster ALIAS`.
+/// `strait --log trace probe --config F --cluster ALIAS` in the realm.
 fn probe(kdc: &Kdc, config: &Path, alias: &str) -> Output {
-    strait_cmd(kdc)
-        .args(["--log", "trace", "probe", "--timeout", "10", "--config"])
-        .arg(config)
-        .args(["--cluster", alias])
-        .output()
-        .unwrap()
+    let conf = kdc.krb5_conf().display().to_string();
+    let no_cache = format!("FILE:{}/no-such-cache", kdc.dir().display());
+    support::cli::probe(config, alias, &env(&conf, &no_cache))
 }
 
-/// The lines of `out` that report `needle`, leaving out debug and trace log lines.
-fn lines_with<'a>(out: &'a str, needle: &str) -> Vec<&'a str> {
-    out.lines()
-        .filter(|l| l.contains(needle) && !l.contains("DEBUG") && !l.contains("TRACE"))
-        .collect()
+/// The environment of strait in the realm: its krb5.conf, no ticket cache of the machine's
+/// user read by mistake, and the target's password.
+fn env<'a>(conf: &'a str, no_cache: &'a str) -> [(&'a str, &'a str); 3] {
+    [
+        ("KRB5_CONFIG", conf),
+        ("KRB5CCNAME", no_cache),
+        ("STRAIT_TEST_SCRAM_PASSWORD", SCRAM_PASSWORD),
+    ]
 }
 
 /// The secrets of a test: the SCRAM password and the keys in the keytabs (hex, as
@@ -189,19 +168,10 @@ fn secrets(kdc: &Kdc, keytabs: &[&Path]) -> Vec<String> {
     all
 }
 
-/// Fails if `text` contains any of `secrets` (or a 10-character piece of one).
+/// [`support::cli::assert_no_secret`] for owned secrets.
 fn assert_no_secret(what: &str, text: &str, secrets: &[String]) {
-    let lower = text.to_ascii_lowercase();
-    for s in secrets {
-        let chars: Vec<char> = s.to_ascii_lowercase().chars().collect();
-        for w in chars.windows(10.min(chars.len())) {
-            let piece: String = w.iter().collect();
-            assert!(
-                !lower.contains(&piece),
-                "{what} contains (part of) a secret:\n{text}"
-            );
-        }
-    }
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    support::cli::assert_no_secret(what, text, &secrets);
 }
 
 /// `strait run` in the background, its output in a file.
