@@ -137,7 +137,9 @@ impl Connection {
         conn.versions = conn.handshake().await.map_err(|e| e.broker_addr(addr))?;
         if conn.config.sasl.is_some() {
             let mut w = conn.writer.lock().await;
-            conn.authenticate(&mut w)
+            // Boxed, like the re-authentication below: the exchanges of every mechanism make a
+            // large future, which would otherwise sit inside every caller's.
+            Box::pin(conn.authenticate(&mut w))
                 .await
                 .map_err(|e| e.broker_addr(addr))?;
         }
@@ -313,7 +315,9 @@ impl Connection {
             }
         }
         tracing::debug!(broker = %self.addr, "re-authenticating (SASL session lifetime)");
-        self.authenticate(w).await.map_err(|e| {
+        // Boxed: this future sits inside every request's, and the SASL exchanges of every
+        // mechanism are large (debug builds overflowed a worker's stack without it).
+        Box::pin(self.authenticate(w)).await.map_err(|e| {
             self.broken.store(true, Ordering::Relaxed);
             e.broker_addr(&self.addr)
         })
