@@ -1,7 +1,8 @@
 //! Replication flows: `strait run`'s engine.
 //!
-//! - [`flow`]: one `source -> target` flow: the shell around its data path, and its control
-//!   plane (topic selection and creation, take-up, mirror commands, ownership, progress).
+//! - [`flow`]: one `source -> target` flow's control actor (topic selection and creation,
+//!   take-up, mirror commands, ownership, progress), talking to its pump by commands.
+//! - [`pump`]: the task that owns a flow's data path and only moves records.
 //! - [`path`]: the data path as a state machine without I/O (fetch, plan, produce, acknowledge).
 //! - [`duties`]: heartbeats, checkpoints and group offset sync, in a task of their own.
 //! - [`progress`]: the stored position of each partition and exactly-once resume (sans-io).
@@ -21,6 +22,7 @@ pub mod membership;
 pub mod mirrors;
 pub mod path;
 pub mod progress;
+pub mod pump;
 pub mod status;
 pub mod store;
 pub mod takeover;

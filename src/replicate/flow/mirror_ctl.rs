@@ -14,22 +14,16 @@ impl Flow {
         Ok(())
     }
 
-    /// Mirror upkeep, at most every [`MIRROR_TICK`]: picks up commands and link settings,
-    /// advances promotions, checks for foreign writes, and syncs consumer offsets.
-    pub(super) async fn mirror_tick(&mut self) -> Result<()> {
-        let now = Instant::now();
-        match &self.mirror {
-            Some(m) if now >= m.next_tick => {}
-            _ => return Ok(()),
-        }
-        if let Some(m) = self.mirror.as_mut() {
-            m.next_tick = now + MIRROR_TICK;
-        }
+    /// Mirror upkeep, every [`MIRROR_TICK`]: picks up commands and link settings, advances
+    /// promotions, checks for foreign writes, and syncs consumer offsets. Returns the
+    /// partitions it looked at.
+    pub(super) async fn mirror_tick(&mut self) -> Result<PathView> {
         self.mirror_read_control().await?;
-        self.advance_promotions().await?;
-        self.check_foreign_writes().await?;
+        let view = self.pump.snapshot().await;
+        self.advance_promotions(&view).await?;
+        self.check_foreign_writes(&view).await?;
         let due = match &self.mirror {
-            Some(m) => m.sync_enable && now >= m.next_sync,
+            Some(m) => m.sync_enable && Instant::now() >= m.next_sync,
             None => false,
         };
         if due {
@@ -40,7 +34,7 @@ impl Flow {
                 m.next_sync = Instant::now() + m.sync_every;
             }
         }
-        Ok(())
+        Ok(view)
     }
 
     /// Re-reads the control topic if it changed, and applies new link settings and commands.
@@ -99,14 +93,13 @@ impl Flow {
             self.mirror_write(rec).await?;
         }
         // A mirror stopped elsewhere (another instance, an earlier run) is never written either.
+        let running = self.pump.snapshot().await;
         let stopped: Vec<String> = match &self.mirror {
             Some(m) => m
                 .view
                 .records
                 .iter()
-                .filter(|(t, r)| {
-                    r.state.is_stopped() && self.path.parts.keys().any(|(p, _)| **p == ***t)
-                })
+                .filter(|(t, r)| r.state.is_stopped() && running.has_topic(t))
                 .map(|(t, _)| t.clone())
                 .collect(),
             None => Vec::new(),
@@ -125,25 +118,22 @@ impl Flow {
     /// Ends mirroring of `topic`: answers to requests in flight are applied, progress is
     /// stored, and its partitions are dropped for good.
     pub(super) async fn stop_topic(&mut self, topic: &str) -> Result<()> {
-        self.drain_produces().await;
-        self.flush_progress().await?;
-        let keys: Vec<PartKey> = self
-            .path
+        let view = self.pump.snapshot().await;
+        let keys: Vec<PartKey> = view
             .parts
             .keys()
             .filter(|(t, _)| **t == *topic)
             .cloned()
             .collect();
-        for k in keys {
-            self.path.parts.remove(&k);
-        }
+        let last = self.pump.release(keys).await;
+        self.write_progress(&last).await?;
         tracing::info!(flow = %self.name(), %topic, "mirror stopped: the topic is an ordinary writable topic and strait no longer writes to it");
         Ok(())
     }
 
     /// Finishes promotions whose topic caught up: every partition has all source records
     /// (checked against the source's log end now), nothing in flight, and consumer offsets synced.
-    pub(super) async fn advance_promotions(&mut self) -> Result<()> {
+    pub(super) async fn advance_promotions(&mut self, view: &PathView) -> Result<()> {
         let promoting: Vec<String> = match &self.mirror {
             Some(m) => m
                 .view
@@ -155,12 +145,7 @@ impl Flow {
             None => return Ok(()),
         };
         for topic in promoting {
-            let parts: Vec<&PartState> = self
-                .path
-                .parts
-                .values()
-                .filter(|st| st.source_topic == topic)
-                .collect();
+            let parts: Vec<&PartView> = view.of_topic(&topic).collect();
             let expected = self
                 .source
                 .topic(&topic)
@@ -184,10 +169,7 @@ impl Flow {
                 }
                 continue;
             }
-            if parts
-                .iter()
-                .any(|st| !st.queue.is_empty() || st.in_flight > 0)
-            {
+            if parts.iter().any(|st| !st.idle) {
                 continue;
             }
             let ps: Vec<i32> = parts.iter().map(|st| st.partition).collect();
@@ -220,44 +202,42 @@ impl Flow {
 
     /// A mirror partition with nothing queued or in flight must end on the target exactly where
     /// strait's last write ended; anything else means something else wrote into it.
-    pub(super) async fn check_foreign_writes(&mut self) -> Result<()> {
-        let mut by_topic: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
-        for st in self.path.parts.values() {
-            if st.failed.is_none()
-                && st.in_flight == 0
-                && st.queue.is_empty()
-                && st.flushed.is_some()
-            {
+    pub(super) async fn check_foreign_writes(&mut self, view: &PathView) -> Result<()> {
+        let mut by_topic: BTreeMap<String, Vec<(PartKey, i64)>> = BTreeMap::new();
+        for (k, st) in &view.parts {
+            if st.failed.is_none() && st.idle && st.flushed.is_some() {
                 by_topic
                     .entry(st.target_topic.clone())
                     .or_default()
-                    .push((st.partition, st.map.target_next()));
+                    .push((k.clone(), st.map.target_next()));
             }
         }
         let tgt = self.target.name().to_string();
-        let name = self.name();
         for (topic, parts) in by_topic {
-            let ps: Vec<i32> = parts.iter().map(|(p, _)| *p).collect();
+            let ps: Vec<i32> = parts.iter().map(|(k, _)| k.1).collect();
             let ends = self.target.list_offsets(&topic, &ps, LATEST).await?;
-            for ((p, ours), (_, end)) in parts.into_iter().zip(ends) {
+            for ((key, ours), (_, end)) in parts.into_iter().zip(ends) {
                 if end == ours {
                     continue;
                 }
-                // Re-check under the same conditions: the partition may have moved meanwhile.
-                let Some(st) = self.path.parts.get_mut(&(Arc::from(topic.as_str()), p)) else {
-                    continue;
-                };
-                if st.in_flight != 0 || !st.queue.is_empty() || st.map.target_next() != ours {
-                    continue;
-                }
+                let p = key.1;
                 let msg = if end > ours {
                     format!("cluster {tgt}, topic {topic}, partition {p}: {} records at offsets {ours}..{end} were written by something other than strait while the topic is mirrored; partition stopped (promote or fail over the mirror to make the topic writable)", end - ours)
                 } else {
                     format!("cluster {tgt}, topic {topic}, partition {p}: the log ends at {end}, before the {ours} records strait mirrored there (deleted or truncated); partition stopped")
                 };
-                tracing::error!(flow = %name, "{msg}");
-                st.failed = Some(msg.clone());
-                self.mark_diverged(&topic, p, msg).await?;
+                // The pump checks again under the same conditions: the partition may have
+                // moved meanwhile.
+                let (reply, stopped) = tokio::sync::oneshot::channel();
+                self.pump.send(Command::StopIfIdleAt {
+                    key: key.clone(),
+                    target_next: ours,
+                    why: msg.clone(),
+                    reply,
+                });
+                if stopped.await.unwrap_or(false) {
+                    self.mark_diverged(&key.0, p, msg).await?;
+                }
             }
         }
         Ok(())
@@ -291,6 +271,7 @@ impl Flow {
             return Ok(());
         };
         let filters = m.filters.clone();
+        let view = self.pump.snapshot().await;
         let all = self.source.list_groups().await?;
         for group in all.iter().filter(|g| filters.includes(g)) {
             let committed = match groups::committed(&self.source, group).await {
@@ -305,11 +286,7 @@ impl Flow {
                 if only.is_some_and(|t| t != c.topic) {
                     continue;
                 }
-                let Some(st) = self
-                    .path
-                    .parts
-                    .get(&(Arc::from(c.topic.as_str()), c.partition))
-                else {
+                let Some(st) = view.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) else {
                     continue;
                 };
                 if let Translation::Exact(t) = st.map.to_target(c.offset) {

@@ -1,6 +1,6 @@
-//! Scale-out as the data path sees it: taking up ownership changes from the instance group
-//! (dropping everything when the membership was lost, releasing units taken away after their
-//! answers are in and their progress stored), reporting what this instance holds, and the
+//! Scale-out as the control actor sees it: taking up ownership changes from the instance group
+//! (the pump drops everything when the membership was lost, and releases units taken away
+//! after their answers are in, their progress then stored), reporting what this instance holds, and the
 //! health check that makes an instance that cannot reach a cluster leave the group.
 
 use super::*;
@@ -16,10 +16,9 @@ impl Flow {
         let name = self.name();
         if own.lost_epoch() != self.lost_seen {
             self.lost_seen = own.lost_epoch();
-            if !self.path.parts.is_empty() {
-                tracing::warn!(flow = %name, partitions = self.path.parts.len(), "group membership lost: stopping every partition without writing");
-            }
-            self.drop_everything();
+            tracing::warn!(flow = %name, "group membership lost: stopping every partition without writing");
+            self.pump.send(Command::Clear);
+            self.retake.clear();
         }
         let mut gained = false;
         let version = own.version();
@@ -30,48 +29,50 @@ impl Flow {
             changed = true;
             gained = assigned.iter().any(|i| !self.assigned.contains(i));
             self.assigned = assigned;
-            let release: Vec<PartKey> = self
-                .path
+            let view = self.pump.snapshot().await;
+            let release: Vec<PartKey> = view
                 .parts
                 .keys()
                 .filter(|(t, p)| !self.owns_partition(t, *p))
                 .cloned()
                 .collect();
+            let retake: BTreeSet<PartKey> = std::mem::take(&mut self.retake);
+            self.retake = retake
+                .into_iter()
+                .filter(|k| self.owns_partition(&k.0, k.1))
+                .collect();
             if !release.is_empty() {
-                self.drain_produces().await;
+                // Dropped once their answers are in; their last position is stored.
+                let last = self.pump.release(release).await;
                 if self.may_write() {
-                    if let Err(e) = self.flush_progress().await {
+                    if let Err(e) = self.write_progress(&last).await {
                         tracing::warn!(flow = %name, "progress write before releasing failed: {e}");
                     }
                 }
-                for k in release {
+                for k in last.parts.keys() {
                     tracing::info!(flow = %name, topic = %k.0, partition = k.1, "released to another instance");
-                    self.path.remove(&k);
-                    self.retake.remove(&k);
                 }
             }
         }
         // Reported when something changed, and every second for the rates and health.
-        if changed
-            || self.path.parts.len() != self.ownership_seen.1
-            || self.ownership_seen.2.elapsed() >= Duration::from_secs(1)
-        {
-            self.report_ownership();
+        if changed || self.ownership_seen.1.elapsed() >= Duration::from_secs(1) {
+            let view = self.pump.snapshot().await;
+            self.report_ownership(&view);
         }
         gained
     }
 
-    pub(super) fn report_ownership(&mut self) {
-        self.ownership_seen.1 = self.path.parts.len();
-        self.ownership_seen.2 = Instant::now();
+    /// Tells the group what this flow wants and holds (the partitions of `view`), their
+    /// rates and whether both clusters answer.
+    pub(super) fn report_ownership(&mut self, view: &PathView) {
+        self.ownership_seen.1 = Instant::now();
         let Some(own) = &self.ownership else {
             return;
         };
         if self.wanted_items.is_empty() {
             return; // not refreshed yet: the group would see a flow with no work
         }
-        let mut held: std::collections::BTreeSet<WorkItem> = self
-            .path
+        let mut held: BTreeSet<WorkItem> = view
             .parts
             .keys()
             .map(|(t, p)| self.partition_item(t, *p))
@@ -79,8 +80,7 @@ impl Flow {
         if self.owns_duties() {
             held.insert(self.duties_item());
         }
-        let rates = self
-            .path
+        let rates = view
             .parts
             .iter()
             .map(|((t, p), st)| (self.partition_item(t, *p), st.bytes))

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{record_acked, Flow, PartStart, PartState};
+use super::{record_acked, Flow, PartStart};
 use crate::client::{EARLIEST, LATEST};
 use crate::error::{Error, Result};
 use crate::forward::plan::MAX_DECODED_BATCH;
@@ -160,7 +160,7 @@ impl Flow {
         remote: &str,
         partition: i32,
         topic_id: Option<[u8; 16]>,
-    ) -> Result<PartState> {
+    ) -> Result<PartStart> {
         let key = progress::key(self.source.name(), topic, partition);
         let stored = self.stored_progress.get(&key).cloned();
         let stored_epoch = stored.as_ref().and_then(|s| s.leader_epoch);
@@ -296,7 +296,7 @@ impl Flow {
                 mode == OffsetsMode::Identical
             }
         };
-        Ok(self.part_state(PartStart {
+        Ok(self.part_start(PartStart {
             flushed,
             failed,
             identical,
@@ -306,11 +306,10 @@ impl Flow {
         }))
     }
 
-    /// A partition's state from `start` (whether its source topic is a heartbeats topic is
-    /// filled in here), under a fresh rewind counter.
-    pub(super) fn part_state(&mut self, mut start: PartStart) -> PartState {
+    /// `start` with whether its source topic is a heartbeats topic filled in.
+    pub(super) fn part_start(&self, mut start: PartStart) -> PartStart {
         start.heartbeats = self.policy.is_heartbeats_topic(&start.topic);
-        PartState::new(start, self.path.next_epoch())
+        start
     }
 
     /// Reads back what landed after the stored position and continues after it if strait

@@ -57,31 +57,31 @@ impl Flow {
             }
             items.insert(self.duties_item());
             self.wanted_items = items;
-            self.report_ownership();
             // Positions of partitions taken over from other instances are read fresh.
             self.reload_progress().await?;
         }
         // Stop partitions of topics no longer selected.
-        let dropped: Vec<PartKey> = self
-            .path
+        let view = self.pump.snapshot().await;
+        let dropped: Vec<PartKey> = view
             .parts
             .keys()
             .filter(|(t, _)| !wanted.contains_key(&**t))
             .cloned()
             .collect();
         if !dropped.is_empty() {
-            self.flush_progress().await?;
-            for k in dropped {
+            let last = self.pump.release(dropped).await;
+            self.write_progress(&last).await?;
+            for k in last.parts.keys() {
                 tracing::info!(flow = %self.name(), topic = %k.0, partition = k.1, "no longer selected; stopped");
-                self.path.parts.remove(&k);
             }
         }
-        self.stop_recreated_topics(&wanted);
+        let view = self.pump.snapshot().await;
+        self.stop_recreated_topics(&wanted, &view);
         for (topic, (count, topic_id)) in wanted {
             if !(0..count as i32).any(|p| self.owns_partition(&topic, p)) {
                 continue; // another instance runs it
             }
-            if let Err(e) = self.ensure_topic(&topic, count, topic_id).await {
+            if let Err(e) = self.ensure_topic(&topic, count, topic_id, &view).await {
                 self.report(&format!("topic {topic}"), format!("{e}"));
             }
         }
@@ -96,35 +96,31 @@ impl Flow {
     pub(super) fn stop_recreated_topics(
         &mut self,
         wanted: &BTreeMap<String, (usize, Option<[u8; 16]>)>,
+        view: &PathView,
     ) {
-        let changed: Vec<(PartKey, [u8; 16], [u8; 16])> = self
-            .path
+        let changed: Vec<(&PartKey, &PartView, [u8; 16], [u8; 16])> = view
             .parts
             .iter()
             .filter_map(|(k, st)| {
                 let now = wanted.get(&*k.0).and_then(|w| w.1)?;
                 let was = st.topic_id?;
-                (was != now).then(|| (k.clone(), was, now))
+                (was != now).then_some((k, st, was, now))
             })
             .collect();
-        for (k, was, now) in changed {
-            self.stop_recreated(&k, was, now);
+        for (k, st, was, now) in changed {
+            let why = recreated_message(self.source.name(), &k.0, k.1, &st.map, was, now);
+            self.stop_partition(k, why, "source_topic_recreated");
         }
-    }
-
-    /// Stops partition `k`, whose source topic had id `was` and now has id `now`.
-    pub(super) fn stop_recreated(&mut self, k: &PartKey, was: [u8; 16], now: [u8; 16]) {
-        let Some(st) = self.path.parts.get(k) else {
-            return;
-        };
-        let msg = recreated_message(self.source.name(), &k.0, k.1, &st.map, was, now);
-        self.stop_partition(k, msg, "source_topic_recreated");
     }
 
     /// Stops partition `k` for `why` (logged once, counted as error `kind`, shown in the status
     /// and `/ready`): nothing more is fetched or written for it; what was acknowledged stays.
-    pub(super) fn stop_partition(&mut self, k: &PartKey, why: String, kind: &str) {
-        self.path.stop_partition(k, why, kind);
+    pub(super) fn stop_partition(&self, k: &PartKey, why: String, kind: &'static str) {
+        self.pump.send(Command::Stop {
+            key: k.clone(),
+            why,
+            kind,
+        });
     }
 
     /// Stops a partition whose position lies beyond the end of the source log: the topic was
@@ -147,7 +143,8 @@ impl Flow {
             .await
             .ok()
             .and_then(|v| v.first().map(|x| x.1));
-        let Some(st) = self.path.parts.get(k) else {
+        let view = self.pump.snapshot().await;
+        let Some(st) = view.parts.get(k) else {
             return;
         };
         let msg = match (st.topic_id, now) {
@@ -158,7 +155,7 @@ impl Flow {
                 "cluster {src}, topic {}, partition {}, offset {}: the source log now ends at {}, below the position strait replicated up to; records were removed from the source log after they were copied (an unclean leader election truncates a log this way); replication stopped so that no offset is read twice with another meaning (the {} records copied stay on the target)",
                 k.0,
                 k.1,
-                st.planner.next_offset(),
+                st.next_offset,
                 end.map_or_else(|| "an unknown offset".to_string(), |e| e.to_string()),
                 st.map.target_next()
             ),
@@ -168,16 +165,16 @@ impl Flow {
 
     /// Records strait wrote into the remote topic of `topic` (its `partitions` partitions), by
     /// the running partitions' maps and the stored progress.
-    pub(super) fn written_before(&self, topic: &str, partitions: usize) -> i64 {
+    pub(super) fn written_before(&self, topic: &str, partitions: usize, view: &PathView) -> i64 {
         (0..partitions as i32)
-            .map(|p| self.written_into(topic, p))
+            .map(|p| self.written_into(topic, p, view))
             .sum()
     }
 
     /// Records strait wrote into the remote partition of `topic`/`partition`: the running
     /// partition's map, else its stored progress.
-    fn written_into(&self, topic: &str, partition: i32) -> i64 {
-        match self.path.parts.get(&(Arc::from(topic), partition)) {
+    fn written_into(&self, topic: &str, partition: i32, view: &PathView) -> i64 {
+        match view.parts.get(&(Arc::from(topic), partition)) {
             Some(st) => st.map.target_next(),
             None => self
                 .stored_progress
@@ -195,6 +192,7 @@ impl Flow {
         remote: &str,
         partitions: usize,
         topic_id: Option<[u8; 16]>,
+        view: &PathView,
     ) {
         let tgt = self.target.name().to_string();
         let src = self.source.name().to_string();
@@ -203,11 +201,11 @@ impl Flow {
                 continue;
             }
             let key: PartKey = (Arc::from(topic), p);
-            let written = self.written_into(topic, p);
+            let written = self.written_into(topic, p, view);
             let why = format!(
                 "cluster {tgt}, topic {remote}, partition {p}: the remote topic was deleted while strait replicates into it (the {written} records strait wrote there are gone); it is not created again, so nothing lands at offsets the offset map does not say; partition stopped (replicate into a fresh remote topic to start over)"
             );
-            if self.path.parts.contains_key(&key) {
+            if view.parts.contains_key(&key) {
                 self.stop_partition(&key, why, "remote_topic_deleted");
                 continue;
             }
@@ -225,14 +223,17 @@ impl Flow {
             tracing::error!(flow = %self.name(), "{why}");
             self.obs.error(&self.name(), "remote_topic_deleted");
             let id = stored.topic_id.or(topic_id);
-            let st = self.part_state(PartStart {
+            let start = self.part_start(PartStart {
                 flushed: true,
                 failed: Some(why),
                 topic_id: id,
                 leader_epoch: stored.leader_epoch,
                 ..PartStart::new(topic, remote, p, stored.map, writer)
             });
-            self.path.parts.insert(key, st);
+            self.pump.send(Command::Add {
+                key,
+                start: Box::new(start),
+            });
         }
     }
 
@@ -241,6 +242,7 @@ impl Flow {
         topic: &str,
         partitions: usize,
         topic_id: Option<[u8; 16]>,
+        view: &PathView,
     ) -> Result<()> {
         let remote = self.policy.remote_topic(self.source.name(), topic);
         let existing = self.target.topic(&remote).await?;
@@ -259,13 +261,13 @@ impl Flow {
         }
         let remote_partitions = match existing {
             Some(t) => {
-                if !self.path.parts.keys().any(|(name, _)| **name == *topic) {
+                if !view.has_topic(topic) {
                     self.check_compatible(topic, &remote).await?;
                 }
                 t.partitions.len()
             }
-            None if self.written_before(topic, partitions) > 0 => {
-                self.stop_deleted_remote(topic, &remote, partitions, topic_id);
+            None if self.written_before(topic, partitions, view) > 0 => {
+                self.stop_deleted_remote(topic, &remote, partitions, topic_id, view);
                 return Ok(());
             }
             None => {
@@ -333,19 +335,21 @@ impl Flow {
         }
         let name: Arc<str> = Arc::from(topic);
         for p in 0..partitions.min(remote_partitions) as i32 {
-            if self.path.parts.contains_key(&(Arc::clone(&name), p))
-                || !self.owns_partition(topic, p)
-            {
+            let key = (Arc::clone(&name), p);
+            if view.parts.contains_key(&key) || !self.owns_partition(topic, p) {
                 continue;
             }
-            if self.awaits_answer(topic, p) {
+            if view.awaiting.contains(&key) {
                 self.refresh_soon = true;
                 continue;
             }
             match self.resume_partition(topic, &remote, p, topic_id).await {
-                Ok(state) => {
-                    tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = state.planner.next_offset(), target_offset = state.map.target_next(), "replicating partition");
-                    self.path.parts.insert((Arc::clone(&name), p), state);
+                Ok(start) => {
+                    tracing::info!(flow = %self.name(), topic = %topic, partition = p, from = start.map.source_next(), target_offset = start.map.target_next(), "replicating partition");
+                    self.pump.send(Command::Add {
+                        key,
+                        start: Box::new(start),
+                    });
                 }
                 Err(e) => self.report(&format!("resume {topic}/{p}"), e.to_string()),
             }
@@ -377,7 +381,7 @@ impl Flow {
 }
 
 /// Why a partition of a source topic that was deleted and created again stops.
-pub(super) fn recreated_message(
+pub(crate) fn recreated_message(
     cluster: &str,
     topic: &str,
     partition: i32,

@@ -30,7 +30,7 @@ use crate::observe::Observer;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use crate::protocol::produce::ProduceTopic;
 use crate::records::recompress::Recompress;
-use crate::replicate::progress::Stored;
+use crate::replicate::progress::{Progress, Stored};
 use timers::TimerTable;
 
 /// Produce requests in flight per flow, and batches in flight per partition (Kafka's limit for
@@ -263,7 +263,7 @@ struct InFlight {
 pub struct DataPath {
     cfg: PathSettings,
     /// The partitions it moves.
-    pub parts: BTreeMap<PartKey, PartState>,
+    parts: BTreeMap<PartKey, PartState>,
     /// Produce requests in flight, oldest first.
     in_flight: VecDeque<InFlight>,
     /// Fetch requests outstanding (at most one per source leader).
@@ -379,6 +379,41 @@ impl DataPath {
     /// Leaders or connections may have changed (looked up, refreshed): plan fetches again.
     pub fn replan(&mut self) {
         self.replan = true;
+    }
+
+    /// The partitions it moves (running and stopped), in key order.
+    pub fn parts(&self) -> impl ExactSizeIterator<Item = (&PartKey, &PartState)> + Clone + '_ {
+        self.parts.iter()
+    }
+
+    /// One partition.
+    pub fn part(&self, key: &PartKey) -> Option<&PartState> {
+        self.parts.get(key)
+    }
+
+    /// Partitions a Produce request still awaited carries (running or not).
+    pub fn awaiting(&self) -> BTreeSet<PartKey> {
+        self.in_flight
+            .iter()
+            .flat_map(|f| f.members.iter().map(|(k, _)| k.clone()))
+            .collect()
+    }
+
+    /// A progress record saying `at` landed for take-up `take_up` of a partition (ignored
+    /// when the partition was taken up again since).
+    pub fn note_flushed(&mut self, key: &PartKey, take_up: u64, at: Progress) {
+        if let Some(st) = self.parts.get_mut(key) {
+            if st.epoch >> 32 == take_up {
+                st.flushed = Some(at);
+            }
+        }
+    }
+
+    /// An offset sync with source-to-target `delta` landed for a partition.
+    pub fn note_synced(&mut self, key: &PartKey, delta: i64) {
+        if let Some(st) = self.parts.get_mut(key) {
+            st.synced_delta = Some(delta);
+        }
     }
 
     /// Produce requests in flight.
