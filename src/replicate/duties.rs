@@ -1,8 +1,10 @@
-//! A replicate flow's flow-wide duties, as a control task beside the data path: MirrorMaker 2
-//! heartbeats, checkpoints (consumer-group offsets translated to the target) and group offset
-//! sync. None of it can delay a Fetch or a Produce: the task has its own connections (the
-//! cluster's control lane) and reads the data path's acknowledged positions through
-//! [`PositionsHandle`], which the data path answers between two of its rounds.
+//! A flow's flow-wide duties, as a task beside the data pump and the control actor: for
+//! replicate flows MirrorMaker 2 heartbeats, checkpoints (consumer-group offsets translated to
+//! the target) and group offset sync; for mirror flows the link's consumer offset sync. Both
+//! syncs follow the one rule of [`super::group_sync`]. None of it can delay a Fetch or a
+//! Produce: the task has its own connections (the cluster's control lane) and reads the data
+//! path's acknowledged positions through [`PositionsHandle`], which the pump answers between
+//! two of its rounds.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -10,11 +12,13 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::group_sync::{self, MirrorSync, Rewind};
 use super::groups;
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
 use super::progress::{self, Stored};
 use super::store;
+use crate::assignment::WorkItem;
 use crate::client::Cluster;
 use crate::config::FlowConfig;
 use crate::error::{Error, Result};
@@ -67,6 +71,8 @@ pub struct Duties {
     checkpointed: HashMap<(String, String, i32), (i64, i64)>,
     /// Stored progress of every partition (scale-out: those other instances run).
     stored: HashMap<String, Stored>,
+    /// Mirror flows: the link's consumer offset sync settings (changed at run time).
+    mirror: Option<watch::Receiver<MirrorSync>>,
 }
 
 impl Duties {
@@ -95,7 +101,18 @@ impl Duties {
             positions,
             checkpointed: HashMap::new(),
             stored: HashMap::new(),
+            mirror: None,
         }
+    }
+
+    /// A mirror flow's duties: its consumer offset sync as `settings` say, and nothing of
+    /// MirrorMaker 2's (no heartbeats, checkpoints or MirrorMaker 2 group sync).
+    pub fn for_mirror(mut self, settings: watch::Receiver<MirrorSync>) -> Duties {
+        self.cfg.emit_heartbeats = false;
+        self.cfg.emit_checkpoints = false;
+        self.cfg.sync_group_offsets = false;
+        self.mirror = Some(settings);
+        self
     }
 
     fn name(&self) -> String {
@@ -103,9 +120,17 @@ impl Duties {
     }
 
     /// Whether this instance does the flow's duties and may write now (scale-out: it owns the
-    /// duties unit and its membership lease is valid).
+    /// duties unit, or the whole flow for a mirror flow, and its membership lease is valid).
     fn active(&self) -> bool {
-        Ownership::does_duties(self.ownership.as_deref(), &self.name())
+        let flow = self.name();
+        let unit = if self.mirror.is_some() {
+            WorkItem::Flow { flow }
+        } else {
+            WorkItem::Duties { flow }
+        };
+        self.ownership
+            .as_deref()
+            .is_none_or(|o| o.may_write() && o.is_assigned(&unit))
     }
 
     /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a
@@ -121,8 +146,15 @@ impl Duties {
         let mut loaded = !checkpoints;
         let mut next_heartbeat = Instant::now();
         let mut next_checkpoint = Instant::now() + Duration::from_secs(1);
+        let mut next_mirror_sync = self
+            .mirror
+            .as_ref()
+            .map(|m| Instant::now() + m.borrow().every);
         while !*shutdown.borrow() {
             let now = Instant::now();
+            if let Some(next) = next_mirror_sync.as_mut() {
+                *next = self.mirror_sync(now, *next).await;
+            }
             if self.cfg.emit_heartbeats && now >= next_heartbeat {
                 if self.active() {
                     let beat = self.heartbeat().await;
@@ -158,11 +190,53 @@ impl Duties {
             if !checkpoints && !self.cfg.emit_heartbeats {
                 wake = Instant::now() + Duration::from_secs(3600);
             }
+            if let Some(next) = next_mirror_sync {
+                wake = wake.min(next);
+            }
+            let settings_changed = async {
+                match self.mirror.as_mut() {
+                    Some(m) => m.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = tokio::time::sleep_until(wake.into()) => {}
-                _ = shutdown.changed() => {}
+                r = shutdown.changed() => if r.is_err() { return },
+                true = settings_changed => next_mirror_sync = Some(Instant::now()),
             }
         }
+    }
+
+    /// A mirror flow's consumer offset sync pass if due at `now` (`next`); when the next one is.
+    async fn mirror_sync(&mut self, now: Instant, next: Instant) -> Instant {
+        let Some(settings) = self.mirror.as_ref().map(|m| m.borrow().clone()) else {
+            return next;
+        };
+        if now < next {
+            return next;
+        }
+        if settings.enable && self.active() {
+            let name = self.name();
+            match self.positions.get().await {
+                Some(live) => {
+                    let pass = group_sync::mirror_pass(
+                        &self.source,
+                        &self.target,
+                        &name,
+                        &settings.filters,
+                        &live,
+                        None,
+                    )
+                    .await;
+                    if let Err(e) = pass {
+                        tracing::warn!(flow = %name, "consumer offset sync failed: {e}");
+                        self.obs.error(&name, "offset_sync");
+                    }
+                }
+                None => return now + settings.every, // the data path has stopped
+            }
+        }
+        Instant::now() + settings.every
     }
 
     /// Reads the checkpoints written before; `false` (logged) if the target did not answer.
@@ -319,66 +393,28 @@ impl Duties {
         None
     }
 
-    /// Commits translated offsets on the target for groups with no active members there. A
-    /// group is never moved backwards, and offsets it committed on the target itself (anything
-    /// other than what strait last translated) are left alone.
+    /// Commits translated offsets on the target by [`Rewind::Never`] (see
+    /// [`super::group_sync`]): a group is never moved backwards, and offsets it committed on
+    /// the target itself (anything other than what strait last translated) are left alone.
     async fn sync_group_offsets(&self, checkpoints: &[mm2::Checkpoint]) {
-        let mut by_group: BTreeMap<&str, Vec<&mm2::Checkpoint>> = BTreeMap::new();
+        let mut by_group: BTreeMap<&str, Vec<group_sync::Wanted>> = BTreeMap::new();
         for c in checkpoints {
             by_group
                 .entry(c.consumer_group_id.as_str())
                 .or_default()
-                .push(c);
+                .push((c.topic.clone(), c.partition, c.downstream_offset));
         }
-        for (group, cps) in by_group {
-            match groups::active_members(&self.target, group).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::debug!(flow = %self.name(), %group, members = n, "group active on the target; offsets not synced");
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot describe group on the target: {e}");
-                    continue;
-                }
-            }
-            let current: HashMap<(String, i32), i64> = match groups::committed(&self.target, group)
-                .await
-            {
-                Ok(c) => c
-                    .into_iter()
-                    .map(|c| ((c.topic, c.partition), c.offset))
-                    .collect(),
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot read offsets on the target: {e}");
-                    continue;
-                }
+        let name = self.name();
+        for (group, wanted) in by_group {
+            let last = |topic: &str, partition: i32| {
+                self.checkpointed
+                    .get(&(group.to_string(), topic.to_string(), partition))
+                    .map(|x| x.1)
             };
-            let mut commits = Vec::new();
-            for c in cps {
-                let now = current.get(&(c.topic.clone(), c.partition)).copied();
-                let ours = self
-                    .checkpointed
-                    .get(&(group.to_string(), c.topic.clone(), c.partition))
-                    .map(|x| x.1);
-                let ok = match now {
-                    None => true,
-                    Some(n) => Some(n) == ours && c.downstream_offset > n,
-                };
-                if ok {
-                    commits.push((c.topic.clone(), c.partition, c.downstream_offset));
-                }
-            }
-            if commits.is_empty() {
-                continue;
-            }
-            match groups::commit(&self.target, group, &commits).await {
-                Ok(()) => {
-                    tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced group offsets to the target")
-                }
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "group offset sync failed: {e}")
-                }
+            let synced =
+                group_sync::sync_group(&self.target, &name, group, &wanted, last, Rewind::Never);
+            if let Err(e) = synced.await {
+                tracing::warn!(flow = %name, %group, "group offset sync failed: {e}");
             }
         }
     }

@@ -27,7 +27,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use super::duties::{Duties, PositionsHandle};
-use super::groups;
+use super::group_sync::{self, MirrorSync};
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
 use super::mirrors::{self, ControlView};
@@ -43,11 +43,11 @@ use crate::config::{FlowConfig, FlowMode, NamingPolicy};
 use crate::error::{Error, Result};
 use crate::filter::{topic_should_replicate, NameFilter, TopicDecision};
 use crate::forward::ProducerIdentity;
-use crate::mirror::{offsets_mode, GroupFilters, MirrorRecord, MirrorState, OffsetsMode};
+use crate::mirror::{offsets_mode, MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
 use crate::observe::{Observer, Side};
-use crate::offsets::{OffsetMap, Translation};
+use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
 
@@ -162,10 +162,8 @@ struct MirrorCtl {
     control_seen: i64,
     /// Settings version applied (0: the configuration file's).
     applied_version: i64,
-    sync_enable: bool,
-    sync_every: Duration,
-    filters: GroupFilters,
-    next_sync: Instant,
+    /// The consumer offset sync settings in force, watched by the duties task.
+    sync: watch::Sender<MirrorSync>,
 }
 
 /// How often a mirror flow looks at the control topic and checks for foreign writes.
@@ -200,10 +198,11 @@ impl Flow {
             view: ControlView::default(),
             control_seen: -1,
             applied_version: 0,
-            sync_enable: cfg.consumer_offset_sync,
-            sync_every: cfg.consumer_offset_sync_interval,
-            filters: cfg.consumer_offset_group_filters.clone(),
-            next_sync: Instant::now() + cfg.consumer_offset_sync_interval,
+            sync: watch::Sender::new(MirrorSync {
+                enable: cfg.consumer_offset_sync,
+                every: cfg.consumer_offset_sync_interval,
+                filters: cfg.consumer_offset_group_filters.clone(),
+            }),
         });
         let (pump, pump_ends) = Pump::channels();
         Flow {
@@ -550,19 +549,29 @@ impl Flow {
         }
     }
 
-    /// Starts the flow's duties (heartbeats, checkpoints, group offset sync) as a task of
-    /// their own, for replicate flows that write MirrorMaker 2 records.
+    /// Starts the flow's duties as a task of their own: heartbeats, checkpoints and group offset
+    /// sync for replicate flows that write MirrorMaker 2 records, consumer offset sync for
+    /// mirror flows.
     fn start_duties(
         &mut self,
         shutdown: &watch::Receiver<bool>,
         positions: PositionsHandle,
     ) -> Option<tokio::task::JoinHandle<()>> {
+        if let Some(m) = &self.mirror {
+            let duties = self.duties(positions).for_mirror(m.sync.subscribe());
+            return Some(tokio::spawn(duties.run(shutdown.clone())));
+        }
         let wanted =
             self.cfg.emit_heartbeats || self.cfg.emit_checkpoints || self.cfg.sync_group_offsets;
-        if !self.mm2_records() || !wanted {
+        if !wanted {
             return None;
         }
-        let duties = Duties::new(
+        Some(tokio::spawn(self.duties(positions).run(shutdown.clone())))
+    }
+
+    /// The flow's duties task, asking `positions` for the pump's maps.
+    fn duties(&self, positions: PositionsHandle) -> Duties {
+        Duties::new(
             self.cfg.clone(),
             self.source.clone(),
             self.target.clone(),
@@ -572,8 +581,7 @@ impl Flow {
             self.ownership.clone(),
             self.obs.clone(),
             positions,
-        );
-        Some(tokio::spawn(duties.run(shutdown.clone())))
+        )
     }
 
     /// Reads the stored positions of this flow's partitions.

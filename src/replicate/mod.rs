@@ -16,6 +16,7 @@
 pub mod duties;
 mod engine;
 pub mod flow;
+pub mod group_sync;
 pub mod groups;
 pub mod lists;
 pub mod membership;

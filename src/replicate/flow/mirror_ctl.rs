@@ -1,6 +1,6 @@
 //! Mirror flows' control (Cluster Linking parity): mirror records and commands in the control
-//! topic, pausing, promotion and failover, foreign writes into mirror topics, and consumer
-//! offset sync of mirror topics.
+//! topic, pausing, promotion and failover, foreign writes into mirror topics. Consumer offset
+//! sync runs in the duties task ([`crate::replicate::group_sync`]).
 
 use super::*;
 
@@ -15,25 +15,13 @@ impl Flow {
     }
 
     /// Mirror upkeep, every [`MIRROR_TICK`]: picks up commands and link settings, advances
-    /// promotions, checks for foreign writes, and syncs consumer offsets. Returns the
-    /// partitions it looked at.
+    /// promotions and checks for foreign writes (consumer offsets are synced by the duties
+    /// task). Returns the partitions it looked at.
     pub(super) async fn mirror_tick(&mut self) -> Result<PathView> {
         self.mirror_read_control().await?;
         let view = self.pump.snapshot().await;
         self.advance_promotions(&view).await?;
         self.check_foreign_writes(&view).await?;
-        let due = match &self.mirror {
-            Some(m) => m.sync_enable && Instant::now() >= m.next_sync,
-            None => false,
-        };
-        if due {
-            if let Err(e) = self.mirror_offset_sync(None).await {
-                tracing::warn!(flow = %self.name(), "consumer offset sync failed: {e}");
-            }
-            if let Some(m) = self.mirror.as_mut() {
-                m.next_sync = Instant::now() + m.sync_every;
-            }
-        }
         Ok(view)
     }
 
@@ -54,11 +42,12 @@ impl Flow {
             let (enable, every, filters) = mirrors::effective(&self.cfg, view.link.as_ref());
             tracing::info!(flow = %self.name(), %link, consumer_offset_sync = enable, interval_ms = every.as_millis() as u64, group_filters = %filters.to_json(), "link settings changed");
             if let Some(m) = self.mirror.as_mut() {
-                m.sync_enable = enable;
-                m.sync_every = every;
-                m.filters = filters;
+                m.sync.send_replace(MirrorSync {
+                    enable,
+                    every,
+                    filters,
+                });
                 m.applied_version = version;
-                m.next_sync = Instant::now().min(m.next_sync);
             }
             mirrors::write_applied(&self.target, &link, version, self.replication_factor).await?;
         }
@@ -181,8 +170,28 @@ impl Flow {
             if ends.iter().any(|(p, end)| next.get(p) != Some(end)) {
                 continue;
             }
-            if self.mirror.as_ref().is_some_and(|m| m.sync_enable) {
-                self.mirror_offset_sync(Some(&topic)).await?;
+            let sync = self.mirror.as_ref().map(|m| m.sync.borrow().clone());
+            if let Some(sync) = sync.filter(|s| s.enable) {
+                // The last sync of the topic's groups, by the duties task's rule, before the
+                // topic becomes writable.
+                let live = view
+                    .of_topic(&topic)
+                    .map(|st| {
+                        (
+                            (st.source_topic.clone(), st.partition),
+                            (st.target_topic.clone(), st.map.clone()),
+                        )
+                    })
+                    .collect();
+                group_sync::mirror_pass(
+                    &self.source,
+                    &self.target,
+                    &self.name(),
+                    &sync.filters,
+                    &live,
+                    Some(&topic),
+                )
+                .await?;
             }
             self.stop_topic(&topic).await?;
             if let Some(mut rec) = self
@@ -260,69 +269,5 @@ impl Flow {
         rec.diverged.insert(partition, why);
         rec.updated_ms = store::now_ms();
         self.mirror_write(rec).await
-    }
-
-    /// Cluster Linking's consumer offset sync: for groups passing the link's group filters and
-    /// with no active members on the target, makes the target's committed offsets of mirrored
-    /// partitions equal to the source's, translated through their offset maps (identical offsets
-    /// translate to themselves). `only` limits it to one topic (promotion).
-    pub(super) async fn mirror_offset_sync(&mut self, only: Option<&str>) -> Result<()> {
-        let Some(m) = &self.mirror else {
-            return Ok(());
-        };
-        let filters = m.filters.clone();
-        let view = self.pump.snapshot().await;
-        let all = self.source.list_groups().await?;
-        for group in all.iter().filter(|g| filters.includes(g)) {
-            let committed = match groups::committed(&self.source, group).await {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot read committed offsets: {e}");
-                    continue;
-                }
-            };
-            let mut wanted = Vec::new();
-            for c in committed {
-                if only.is_some_and(|t| t != c.topic) {
-                    continue;
-                }
-                let Some(st) = view.parts.get(&(Arc::from(c.topic.as_str()), c.partition)) else {
-                    continue;
-                };
-                if let Translation::Exact(t) = st.map.to_target(c.offset) {
-                    wanted.push((st.target_topic.clone(), c.partition, t));
-                }
-            }
-            let changed = wanted;
-            if changed.is_empty() {
-                continue;
-            }
-            match groups::active_members(&self.target, group).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::debug!(flow = %self.name(), %group, members = n, "group active on the target; offsets not synced");
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(flow = %self.name(), %group, "cannot describe group on the target: {e}");
-                    continue;
-                }
-            }
-            let current: HashMap<(String, i32), i64> = groups::committed(&self.target, group)
-                .await?
-                .into_iter()
-                .map(|c| ((c.topic, c.partition), c.offset))
-                .collect();
-            let commits: Vec<(String, i32, i64)> = changed
-                .iter()
-                .filter(|(t, p, o)| current.get(&(t.clone(), *p)) != Some(o))
-                .cloned()
-                .collect();
-            if !commits.is_empty() {
-                groups::commit(&self.target, group, &commits).await?;
-                tracing::info!(flow = %self.name(), %group, partitions = commits.len(), "synced consumer offsets");
-            }
-        }
-        Ok(())
     }
 }
