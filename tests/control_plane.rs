@@ -1,7 +1,8 @@
 //! Control work beside the data path, on Apache Kafka: a slow control operation (a checkpoint
-//! pass over a thousand consumer groups whose offsets the source is slow to answer) does not
-//! delay replication. The replication latency of a trickle of records is measured with rdkafka
-//! (producer's timestamp to arrival in a reader of the target) while the passes run.
+//! pass over a thousand consumer groups, or a mirror flow's consumer offset sync over 500,
+//! whose offsets the source is slow to answer) does not delay replication. The replication
+//! latency of a trickle of records is measured with rdkafka (producer's timestamp to arrival in
+//! a reader of the target) while the passes run.
 
 mod support;
 
@@ -24,14 +25,50 @@ const GROUPS: usize = 1000;
 /// OffsetFetch is the API key 9.
 const OFFSET_FETCH: i16 = 9;
 
-fn write_config(dir: &Path, a: &str, b: &str) -> PathBuf {
+/// The flow kinds whose group work is slow here.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A replicate flow: MirrorMaker 2 checkpoints of every group each second.
+    Replicate,
+    /// A mirror flow: the link's consumer offset sync of every group each second.
+    Mirror,
+}
+
+impl Kind {
+    /// The remote topic of `TOPIC`.
+    fn remote(self) -> String {
+        match self {
+            Kind::Replicate => format!("a.{TOPIC}"),
+            Kind::Mirror => TOPIC.to_string(),
+        }
+    }
+
+    /// The debug line that ends one pass over the groups.
+    fn pass_line(self) -> &'static str {
+        match self {
+            Kind::Replicate => "checkpoint pass done",
+            Kind::Mirror => "consumer offset sync pass done",
+        }
+    }
+}
+
+fn write_config(dir: &Path, a: &str, b: &str, kind: Kind) -> PathBuf {
     let config = dir.join("strait.toml");
+    let flow = match kind {
+        Kind::Replicate => {
+            "groups = [\"slow-.*\"]\ncheckpoint_interval_secs = 1\nfetch_max_wait_ms = 500\n"
+                .to_string()
+        }
+        Kind::Mirror => "mode = \"mirror\"\nlink = \"slow-link\"\nfetch_max_wait_ms = 500\n\
+             consumer_offset_sync_interval_ms = 1000\n\
+             consumer_offset_group_filters = '{\"groupFilters\":[{\"name\":\"slow-\",\"patternType\":\"PREFIXED\",\"filterType\":\"INCLUDE\"}]}'\n"
+            .to_string(),
+    };
     std::fs::write(
         &config,
         format!(
             "[clusters.a]\nbootstrap_servers = \"{a}\"\n[clusters.b]\nbootstrap_servers = \"{b}\"\n\
-             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{TOPIC}\"]\n\
-             groups = [\"slow-.*\"]\ncheckpoint_interval_secs = 1\nfetch_max_wait_ms = 500\n"
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{TOPIC}\"]\n{flow}"
         ),
     )
     .expect("write config");
@@ -64,10 +101,10 @@ fn commit_groups(config: &Path, n: usize) {
     });
 }
 
-/// Milliseconds from `pass_log` lines `checkpoint pass done ... elapsed_ms=N`.
-fn pass_durations(log: &str) -> Vec<u64> {
+/// Milliseconds from `log` lines `<line> ... elapsed_ms=N`.
+fn pass_durations(log: &str, line: &str) -> Vec<u64> {
     log.lines()
-        .filter(|l| l.contains("checkpoint pass done"))
+        .filter(|l| l.contains(line))
         .filter_map(|l| l.split("elapsed_ms=").nth(1))
         .filter_map(|r| r.split_whitespace().next()?.parse().ok())
         .collect()
@@ -78,6 +115,17 @@ fn pass_durations(log: &str) -> Vec<u64> {
 /// latency far below the length of a pass.
 #[test]
 fn a_slow_checkpoint_pass_does_not_delay_replication() {
+    slow_group_passes_do_not_delay_replication(Kind::Replicate, GROUPS);
+}
+
+/// Issue 30: the same for a mirror flow, whose consumer offset sync over 500 groups (OffsetFetch
+/// 5 ms late on the source) runs in the duties task, not beside the data path's answers.
+#[test]
+fn a_slow_mirror_offset_sync_does_not_delay_replication() {
+    slow_group_passes_do_not_delay_replication(Kind::Mirror, 500);
+}
+
+fn slow_group_passes_do_not_delay_replication(kind: Kind, groups: usize) {
     let (a, a_proxy) = start_kafka_behind_proxy("a");
     let b = start_kafka("b");
     create_topic(&a.direct_bootstrap(), TOPIC, 1);
@@ -89,8 +137,8 @@ fn a_slow_checkpoint_pass_does_not_delay_replication() {
     );
     let dir = std::env::temp_dir().join(topic_name("control-plane"));
     std::fs::create_dir_all(&dir).expect("dir");
-    let config = write_config(&dir, &a.bootstrap(), &b.bootstrap());
-    commit_groups(&config, GROUPS);
+    let config = write_config(&dir, &a.bootstrap(), &b.bootstrap(), kind);
+    commit_groups(&config, groups);
     a_proxy.update_faults(|f| {
         f.response_delay_for
             .push((OFFSET_FETCH, Duration::from_millis(5)))
@@ -98,7 +146,7 @@ fn a_slow_checkpoint_pass_does_not_delay_replication() {
     let run = StraitRun::start_with(&config, &dir.join("run.log"), "info,strait=debug");
 
     // A reader of the target, from the first trickle record on.
-    let remote = format!("a.{TOPIC}");
+    let remote = kind.remote();
     let reader: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", b.bootstrap())
         .set("broker.address.family", "v4")
@@ -108,12 +156,14 @@ fn a_slow_checkpoint_pass_does_not_delay_replication() {
         .create()
         .expect("reader");
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while std::time::Instant::now() < deadline && pass_durations(&run.log()).is_empty() {
+    while std::time::Instant::now() < deadline
+        && pass_durations(&run.log(), kind.pass_line()).is_empty()
+    {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(
-        !pass_durations(&run.log()).is_empty(),
-        "no checkpoint pass finished:\n{}",
+        !pass_durations(&run.log(), kind.pass_line()).is_empty(),
+        "no pass over the groups finished:\n{}",
         run.log()
     );
     let mut tpl = TopicPartitionList::new();
@@ -171,11 +221,11 @@ fn a_slow_checkpoint_pass_does_not_delay_replication() {
     stop.store(true, Ordering::Relaxed);
     let sent = writer.join().expect("writer");
     let log = run.stop();
-    let passes = pass_durations(&log);
+    let passes = pass_durations(&log, kind.pass_line());
     latencies.sort_unstable();
     let p99 = latencies[latencies.len() * 99 / 100];
     eprintln!(
-        "{} records sent, {} measured; latency p50 {} ms, p99 {} ms, max {} ms; checkpoint passes (ms): {passes:?}",
+        "{} records sent, {} measured; latency p50 {} ms, p99 {} ms, max {} ms; passes over {groups} groups (ms): {passes:?}",
         sent,
         latencies.len(),
         latencies[latencies.len() / 2],
@@ -194,7 +244,7 @@ fn a_slow_checkpoint_pass_does_not_delay_replication() {
     );
     assert!(
         (p99 as u64) < 1000 && (p99 as u64) * 4 < slowest,
-        "replication waited for the checkpoint passes: p99 {p99} ms, passes {passes:?} ms"
+        "replication waited for the passes over the groups: p99 {p99} ms, passes {passes:?} ms"
     );
     a_proxy.assert_clean();
 }

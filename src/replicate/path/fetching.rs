@@ -242,7 +242,10 @@ impl DataPath {
                     self.events.push_back(Event::RefreshTopics);
                 }
                 tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: fetch error {}", key.0, key.1, error_code::name(code));
-                self.obs.retry(src, "fetch_partition");
+                self.stats.push_back(Stat::Retry {
+                    side: Side::Source,
+                    kind: "fetch_partition",
+                });
                 return 0;
             }
         }
@@ -258,18 +261,21 @@ impl DataPath {
         }
         match st.planner.plan(p) {
             Ok(plan) => {
-                let now_ms = crate::replicate::store::now_ms();
                 let n = plan.outgoing.len();
                 for mut out in plan.outgoing {
-                    self.obs
-                        .batch_fetched(flow, &key.0, out.batch.max_timestamp(), now_ms);
+                    self.stats.push_back(Stat::Fetched {
+                        topic: key.0.clone(),
+                        max_timestamp: out.batch.max_timestamp(),
+                    });
                     // As fetched (before any re-compression): what a Fetch must ask for.
                     st.largest_batch = st.largest_batch.max(out.batch.len());
                     self.traffic.fetched_batches += 1;
                     self.traffic.fetched_bytes += out.batch.len() as u64;
                     if self.cfg.recompress != Recompress::None {
                         match recompress_queued(&mut out, self.cfg.recompress, &mut self.traffic) {
-                            Ok(Some((before, after))) => self.obs.recompressed(flow, before, after),
+                            Ok(Some((before, after))) => {
+                                self.stats.push_back(Stat::Recompressed { before, after })
+                            }
                             Ok(None) => {}
                             Err(e) => {
                                 let first = first_source_offset(&out);
@@ -294,7 +300,7 @@ impl DataPath {
                     key.0, key.1
                 );
                 tracing::error!(flow = %flow, "{msg}");
-                self.obs.error(flow, "plan");
+                self.stats.push_back(Stat::Error { kind: "plan" });
                 st.failed = Some(msg);
                 0
             }
@@ -327,7 +333,10 @@ impl DataPath {
             tracing::error!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
             st.lost_records += (start - at) as u64;
             *self.lost.entry(key.clone()).or_default() += (start - at) as u64;
-            self.obs.records_lost(flow, &key.0, (start - at) as u64);
+            self.stats.push_back(Stat::Lost {
+                topic: key.0.clone(),
+                records: (start - at) as u64,
+            });
             st.beyond_end = 0;
             // Batches planned before `at` and not yet acknowledged stay queued; the planner
             // continues at the log start.

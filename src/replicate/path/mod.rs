@@ -15,18 +15,19 @@ mod fetching;
 mod outcome;
 mod part;
 mod producing;
+mod stats;
 #[cfg(test)]
 mod tests;
 pub mod timers;
 
 pub use fetching::diverged_message;
 pub use part::{first_source_offset, record_acked, PartKey, PartStart, PartState};
+pub use stats::Stat;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::observe::Observer;
+use crate::observe::Side;
 use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use crate::protocol::produce::ProduceTopic;
 use crate::records::recompress::Recompress;
@@ -293,12 +294,13 @@ pub struct DataPath {
     /// Source records lost to retention per partition since start: a partition taken up again
     /// keeps showing its losses.
     lost: HashMap<PartKey, u64>,
-    obs: Arc<Observer>,
+    /// What was counted and not yet handed out.
+    stats: VecDeque<Stat>,
 }
 
 impl DataPath {
     /// A data path with no partitions.
-    pub fn new(cfg: PathSettings, obs: Arc<Observer>) -> DataPath {
+    pub fn new(cfg: PathSettings) -> DataPath {
         DataPath {
             cfg,
             parts: BTreeMap::new(),
@@ -317,7 +319,7 @@ impl DataPath {
             events: VecDeque::new(),
             missing: Missing::default(),
             lost: HashMap::new(),
-            obs,
+            stats: VecDeque::new(),
         }
     }
 
@@ -351,7 +353,7 @@ impl DataPath {
 
     /// Stops partition `key` for `why` (logged once, counted as error `kind`). Returns false
     /// when it is not running.
-    pub fn stop_partition(&mut self, key: &PartKey, why: String, kind: &str) -> bool {
+    pub fn stop_partition(&mut self, key: &PartKey, why: String, kind: &'static str) -> bool {
         let Some(st) = self.parts.get_mut(key) else {
             return false;
         };
@@ -359,7 +361,7 @@ impl DataPath {
             return false;
         }
         tracing::error!(flow = %self.cfg.flow, "{why}");
-        self.obs.error(&self.cfg.flow, kind);
+        self.stats.push_back(Stat::Error { kind });
         true
     }
 
@@ -447,6 +449,11 @@ impl DataPath {
     /// The next deadline (call [`DataPath::handle_timeout`] then).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next()
+    }
+
+    /// The next thing counted, for the metrics.
+    pub fn poll_stat(&mut self) -> Option<Stat> {
+        self.stats.pop_front()
     }
 
     /// The next event for the control plane.

@@ -217,7 +217,10 @@ impl DataPath {
                 // old data): the partitions are read back from the target instead and continue
                 // after what landed.
                 tracing::warn!(flow = %self.cfg.flow, "produce request failed; reading its partitions back before writing again: {e}");
-                self.obs.retry(&self.cfg.target, "produce_request");
+                self.stats.push_back(Stat::Retry {
+                    side: Side::Target,
+                    kind: "produce_request",
+                });
                 let uncertain: Vec<PartKey> = f
                     .members
                     .iter()
@@ -299,7 +302,9 @@ impl DataPath {
                     message.map(|m| format!(" ({m})")).unwrap_or_default()
                 );
                 tracing::error!(flow = %flow, "{msg}");
-                self.obs.error(flow, "produce_refused");
+                self.stats.push_back(Stat::Error {
+                    kind: "produce_refused",
+                });
                 st.failed = Some(msg);
                 st.rewind();
                 None
@@ -315,7 +320,10 @@ impl DataPath {
                     self.events.push_back(Event::RefreshTopics);
                 }
                 tracing::warn!(flow = %flow, "cluster {tgt}, topic {}, partition {}: produce error {}, resending", st.target_topic, k.1, error_code::name(code));
-                self.obs.retry(tgt, "produce_partition");
+                self.stats.push_back(Stat::Retry {
+                    side: Side::Target,
+                    kind: "produce_partition",
+                });
                 st.rewind();
                 None
             }
@@ -381,16 +389,14 @@ impl DataPath {
         // group committed there translates.
         st.account_dropped_tail();
         self.resyncs.remove(k);
-        self.obs.batch_acked(
-            flow,
-            &st.source_topic,
-            k.1,
-            n as u64,
-            out.batch.len() as u64,
-            out.batch.max_timestamp(),
-            st.heartbeats,
-            crate::replicate::store::now_ms(),
-        );
+        self.stats.push_back(Stat::Acked {
+            topic: k.0.clone(),
+            partition: k.1,
+            records: n as u64,
+            bytes: out.batch.len() as u64,
+            max_timestamp: out.batch.max_timestamp(),
+            heartbeat: st.heartbeats,
+        });
         if let Some(msg) = broken {
             tracing::error!(flow = %flow, "{msg}");
             st.failed = Some(msg.clone());
@@ -439,7 +445,9 @@ impl DataPath {
                 st.map.target_next()
             );
             tracing::error!(flow = %flow, "{msg}");
-            self.obs.error(flow, "produce_refused");
+            self.stats.push_back(Stat::Error {
+                kind: "produce_refused",
+            });
             st.failed = Some(msg);
             st.rewind();
             return;
@@ -447,7 +455,10 @@ impl DataPath {
         if refused {
             tracing::warn!(flow = %flow, "cluster {tgt}, topic {}, partition {}, target offset {}: the broker refused the producer sequence; reading the partition back to continue after what it holds", st.target_topic, k.1, st.map.target_next());
         }
-        self.obs.retry(tgt, "produce_resync");
+        self.stats.push_back(Stat::Retry {
+            side: Side::Target,
+            kind: "produce_resync",
+        });
         let stored = st.stored();
         self.parts.remove(&k);
         self.events.push_back(Event::Retake { key: k, stored });

@@ -14,7 +14,6 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::forward::{Outgoing, SourceOffsets};
-use crate::observe::Observer;
 use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
 use crate::protocol::fetch::{EpochEndOffset, FetchedPartition};
@@ -298,7 +297,7 @@ impl Sim {
             recompress: Recompress::None,
         };
         let mut sim = Sim {
-            path: DataPath::new(cfg, Arc::new(Observer::new())),
+            path: DataPath::new(cfg),
             topo: SimTopology::default(),
             now: Instant::now(),
             sources: BTreeMap::new(),
@@ -610,6 +609,21 @@ fn copies_every_partition_exactly_once_without_faults() {
     for t in sim.targets.values() {
         assert_eq!(t.end, 300);
     }
+    // What it counted is handed out, not pushed: every batch fetched and acknowledged once.
+    let (mut fetched, mut acked, mut records) = (0, 0, 0);
+    while let Some(stat) = sim.path.poll_stat() {
+        match stat {
+            Stat::Fetched { .. } => fetched += 1,
+            Stat::Acked { records: n, .. } => {
+                acked += 1;
+                records += n;
+            }
+            other => panic!("nothing else happened: {other:?}"),
+        }
+    }
+    assert_eq!(fetched, sim.path.traffic.fetched_batches);
+    assert_eq!(acked, sim.path.traffic.produced_batches);
+    assert_eq!(records, 4 * 300);
 }
 
 #[test]

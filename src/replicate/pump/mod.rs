@@ -202,7 +202,7 @@ impl Pump {
         let PumpEnds { commands, events } = ends;
         let pump = Pump {
             flow: parts.settings.flow.clone(),
-            path: DataPath::new(parts.settings, parts.obs.clone()),
+            path: DataPath::new(parts.settings),
             source: parts.source,
             target: parts.target,
             produces: VecDeque::new(),
@@ -239,6 +239,7 @@ impl Pump {
             }
             self.look_up_missing();
             self.take_events();
+            self.take_stats();
             self.answer_positions();
             if self.produces.is_empty() && !self.finish_releases() {
                 return;
@@ -296,6 +297,7 @@ impl Pump {
             let _ = reply.send(view);
         }
         if let Some(reply) = self.drain.take() {
+            self.take_stats();
             self.publish_status();
             let _ = reply.send((self.view(), self.path.traffic));
             return false;
@@ -546,6 +548,15 @@ impl Pump {
                 Event::RefreshTopics => PumpEvent::RefreshTopics,
             };
             let _ = self.events.send(to_control);
+        }
+    }
+
+    /// Reports what the data path counted to the metrics, at the wall clock's time now.
+    fn take_stats(&mut self) {
+        let now_ms = super::store::now_ms();
+        let names = (self.flow.as_str(), self.source.name(), self.target.name());
+        while let Some(stat) = self.path.poll_stat() {
+            stat.report(&self.obs, names, now_ms);
         }
     }
 
