@@ -108,19 +108,8 @@ pub struct Flow {
     held: HashSet<String>,
     /// Scale-out: the units of work this instance owns (`None`: everything).
     ownership: Option<Arc<Ownership>>,
-    /// Units of this flow owned, as last read from `ownership`.
-    assigned: BTreeSet<WorkItem>,
-    /// `ownership`'s lost epoch last seen.
-    lost_seen: u64,
-    /// Units this flow found on the source at the last topic refresh.
-    wanted_items: BTreeSet<WorkItem>,
-    /// When both clusters last answered, and the last problem reaching them.
-    health: (Instant, Option<String>),
-    next_health: Instant,
-    /// Ownership version taken up, and time of the last report.
-    ownership_seen: (u64, Instant),
-    /// Membership version and the members as the status shows them.
-    members_cache: (u64, Vec<MemberStatus>),
+    /// Scale-out: what this flow took up of the ownership and reported to the group.
+    scale: ScaleView,
     /// Where metrics go.
     obs: Arc<Observer>,
     /// A partition was dropped to be taken up again: refresh topics at the next round.
@@ -129,6 +118,38 @@ pub struct Flow {
     timers: TimerTable<Due>,
     /// `takeover_from = "mm2"`: MirrorMaker 2's committed offsets, read at the first take-over.
     takeover: Option<super::takeover::Mm2Offsets>,
+}
+
+/// What a flow took up of its instance group's ownership and reported to it.
+struct ScaleView {
+    /// Units of this flow owned, as last read from the ownership.
+    assigned: BTreeSet<WorkItem>,
+    /// The ownership's lost epoch last seen.
+    lost_seen: u64,
+    /// Units this flow found on the source at the last topic refresh.
+    wanted_items: BTreeSet<WorkItem>,
+    /// When both clusters last answered, and the last problem reaching them.
+    health: (Instant, Option<String>),
+    /// When both clusters are asked next.
+    next_health: Instant,
+    /// Ownership version taken up, and time of the last report.
+    ownership_seen: (u64, Instant),
+    /// Membership version and the members as the status shows them.
+    members_cache: (u64, Vec<MemberStatus>),
+}
+
+impl Default for ScaleView {
+    fn default() -> Self {
+        ScaleView {
+            assigned: BTreeSet::new(),
+            lost_seen: 0,
+            wanted_items: BTreeSet::new(),
+            health: (Instant::now(), None),
+            next_health: Instant::now(),
+            ownership_seen: (u64::MAX, Instant::now()),
+            members_cache: (0, Vec::new()),
+        }
+    }
 }
 
 /// The control actor's deadlines.
@@ -223,13 +244,7 @@ impl Flow {
             mirror,
             held: HashSet::new(),
             ownership: None,
-            assigned: Default::default(),
-            lost_seen: 0,
-            wanted_items: Default::default(),
-            health: (Instant::now(), None),
-            next_health: Instant::now(),
-            members_cache: (0, Vec::new()),
-            ownership_seen: (u64::MAX, Instant::now()),
+            scale: ScaleView::default(),
             obs: Arc::new(Observer::new()),
             refresh_soon: false,
             timers: TimerTable::default(),
@@ -287,13 +302,14 @@ impl Flow {
     fn owns_partition(&self, topic: &str, partition: i32) -> bool {
         self.ownership.is_none()
             || self
+                .scale
                 .assigned
                 .contains(&self.partition_item(topic, partition))
     }
 
     /// Whether this instance does the flow-wide duties.
     fn owns_duties(&self) -> bool {
-        self.ownership.is_none() || self.assigned.contains(&self.duties_item())
+        self.ownership.is_none() || self.scale.assigned.contains(&self.duties_item())
     }
 
     /// Whether writing into the target is allowed now (the membership lease is valid).

@@ -14,21 +14,21 @@ impl Flow {
             return false;
         };
         let name = self.name();
-        if own.lost_epoch() != self.lost_seen {
-            self.lost_seen = own.lost_epoch();
+        if own.lost_epoch() != self.scale.lost_seen {
+            self.scale.lost_seen = own.lost_epoch();
             tracing::warn!(flow = %name, "group membership lost: stopping every partition without writing");
             self.pump.send(Command::Clear);
             self.retake.clear();
         }
         let mut gained = false;
         let version = own.version();
-        let fresh = (version != self.ownership_seen.0).then(|| own.assigned_for(&name));
-        self.ownership_seen.0 = version;
+        let fresh = (version != self.scale.ownership_seen.0).then(|| own.assigned_for(&name));
+        self.scale.ownership_seen.0 = version;
         let mut changed = false;
-        if let Some(assigned) = fresh.filter(|a| *a != self.assigned) {
+        if let Some(assigned) = fresh.filter(|a| *a != self.scale.assigned) {
             changed = true;
-            gained = assigned.iter().any(|i| !self.assigned.contains(i));
-            self.assigned = assigned;
+            gained = assigned.iter().any(|i| !self.scale.assigned.contains(i));
+            self.scale.assigned = assigned;
             let view = self.pump.snapshot().await;
             let release: Vec<PartKey> = view
                 .parts
@@ -55,7 +55,7 @@ impl Flow {
             }
         }
         // Reported when something changed, and every second for the rates and health.
-        if changed || self.ownership_seen.1.elapsed() >= Duration::from_secs(1) {
+        if changed || self.scale.ownership_seen.1.elapsed() >= Duration::from_secs(1) {
             let view = self.pump.snapshot().await;
             self.report_ownership(&view);
         }
@@ -65,11 +65,11 @@ impl Flow {
     /// Tells the group what this flow wants and holds (the partitions of `view`), their
     /// rates and whether both clusters answer.
     pub(super) fn report_ownership(&mut self, view: &PathView) {
-        self.ownership_seen.1 = Instant::now();
+        self.scale.ownership_seen.1 = Instant::now();
         let Some(own) = &self.ownership else {
             return;
         };
-        if self.wanted_items.is_empty() {
+        if self.scale.wanted_items.is_empty() {
             return; // not refreshed yet: the group would see a flow with no work
         }
         let mut held: BTreeSet<WorkItem> = view
@@ -85,11 +85,19 @@ impl Flow {
             .iter()
             .map(|((t, p), st)| (self.partition_item(t, *p), st.bytes))
             .collect();
-        let health = match &self.health.1 {
-            Some(why) if self.health.0.elapsed() > Duration::from_secs(15) => Err(why.clone()),
+        let health = match &self.scale.health.1 {
+            Some(why) if self.scale.health.0.elapsed() > Duration::from_secs(15) => {
+                Err(why.clone())
+            }
             _ => Ok(()),
         };
-        own.report(&self.name(), self.wanted_items.clone(), held, rates, health);
+        own.report(
+            &self.name(),
+            self.scale.wanted_items.clone(),
+            held,
+            rates,
+            health,
+        );
     }
 
     /// Tells the observer which cluster `e` could not reach (authentication and credentials
@@ -114,10 +122,10 @@ impl Flow {
     /// Checks every few seconds that both clusters answer (scale-out: an instance that cannot
     /// reach one leaves the group).
     pub(super) async fn check_health(&mut self) {
-        if self.ownership.is_none() || Instant::now() < self.next_health {
+        if self.ownership.is_none() || Instant::now() < self.scale.next_health {
             return;
         }
-        self.next_health = Instant::now() + Duration::from_secs(2);
+        self.scale.next_health = Instant::now() + Duration::from_secs(2);
         let src = self.source.metadata(Some(&[])).await;
         let dst = self.target.metadata(Some(&[])).await;
         let name = self.name();
@@ -128,9 +136,13 @@ impl Flow {
             }
         }
         match (src, dst) {
-            (Ok(_), Ok(_)) => self.health = (Instant::now(), None),
-            (Err(e), _) => self.health.1 = Some(format!("cluster {}: {e}", self.source.name())),
-            (_, Err(e)) => self.health.1 = Some(format!("cluster {}: {e}", self.target.name())),
+            (Ok(_), Ok(_)) => self.scale.health = (Instant::now(), None),
+            (Err(e), _) => {
+                self.scale.health.1 = Some(format!("cluster {}: {e}", self.source.name()))
+            }
+            (_, Err(e)) => {
+                self.scale.health.1 = Some(format!("cluster {}: {e}", self.target.name()))
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ impl Flow {
             return Vec::new();
         };
         let version = own.version();
-        if self.members_cache.0 != version {
+        if self.scale.members_cache.0 != version {
             let me = own.status();
             let (flow, duties) = (self.name(), self.duties_item());
             let members = me
@@ -28,9 +28,9 @@ impl Flow {
                     duties: items.contains(&duties),
                 })
                 .collect();
-            self.members_cache = (version, members);
+            self.scale.members_cache = (version, members);
         }
-        self.members_cache.1.clone()
+        self.scale.members_cache.1.clone()
     }
 
     /// The mirrors as the status shows them, with the partitions of `view`.

@@ -56,7 +56,7 @@ impl Flow {
                 }
             }
             items.insert(self.duties_item());
-            self.wanted_items = items;
+            self.scale.wanted_items = items;
             // Positions of partitions taken over from other instances are read fresh.
             self.reload_progress().await?;
         }
