@@ -33,6 +33,18 @@ use crate::replicate::progress::{
 };
 use crate::replicate::takeover::{self, Outcome};
 
+/// Where a partition taken up starts, settled.
+struct Taken {
+    map: OffsetMap,
+    writer: Writer,
+    /// Its progress record already says this.
+    flushed: bool,
+    /// Stopped from the start for this reason.
+    failed: Option<String>,
+    /// The source leader epoch of the last record below the map's end, when known.
+    leader_epoch: Option<i32>,
+}
+
 /// How a partition is taken up.
 enum Start {
     /// Writing continues at the map's end under `writer`; `flushed` when the stored record
@@ -168,10 +180,37 @@ impl Flow {
         // under the same name (another id) must not be read from it.
         let current = topic_id;
         let recreated = match (stored.as_ref().and_then(|s| s.topic_id), current) {
-            (Some(was), Some(now)) if was != now => Some(was),
+            (Some(was), Some(now)) if was != now => Some((was, now)),
             _ => None,
         };
-        let topic_id = recreated.or(current);
+        let topic_id = recreated.map(|r| r.0).or(current);
+        let start = self
+            .decide_start(topic, remote, partition, stored, recreated)
+            .await?;
+        let taken = self
+            .settle_start(topic, remote, partition, start, stored_epoch)
+            .await;
+        let identical = self.mirror_identical(topic, remote, partition, &taken)?;
+        Ok(self.part_start(PartStart {
+            flushed: taken.flushed,
+            failed: taken.failed,
+            identical,
+            topic_id,
+            leader_epoch: taken.leader_epoch,
+            ..PartStart::new(topic, remote, partition, taken.map, taken.writer)
+        }))
+    }
+
+    /// How the partition starts, from its stored position (`None`: never replicated) and
+    /// what the target holds; `recreated`: the source topic's id changed (was, now).
+    async fn decide_start(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+        stored: Option<Stored>,
+        recreated: Option<([u8; 16], [u8; 16])>,
+    ) -> Result<Start> {
         let target_end = self
             .target
             .list_offsets(remote, &[partition], LATEST)
@@ -179,23 +218,24 @@ impl Flow {
             .1;
         let tgt = self.target.name().to_string();
         let ctx = |e: Error| e.cluster(&tgt).partition(remote, partition);
-        let start = match stored {
-            Some(s) if recreated.is_some() => Start::Stopped {
-                why: super::recreated_message(
-                    self.source.name(),
-                    topic,
-                    partition,
-                    &s.map,
-                    recreated.unwrap_or_default(),
-                    current.unwrap_or_default(),
-                ),
-                map: s.map,
-                writer: match s.writer {
-                    Some(w) => w,
-                    None => self.fresh_writer()?,
-                },
-                kind: "source_topic_recreated",
-            },
+        let writer_of = |s: &Stored| s.writer.map_or_else(|| self.fresh_writer(), Ok);
+        Ok(match stored {
+            Some(s) if recreated.is_some() => {
+                let (was, now) = recreated.unwrap_or_default();
+                Start::Stopped {
+                    why: super::recreated_message(
+                        self.source.name(),
+                        topic,
+                        partition,
+                        &s.map,
+                        was,
+                        now,
+                    ),
+                    writer: writer_of(&s)?,
+                    map: s.map,
+                    kind: "source_topic_recreated",
+                }
+            }
             None if self.cfg.takeover_from.is_some() => self
                 .take_over(topic, remote, partition, target_end)
                 .await
@@ -223,11 +263,8 @@ impl Flow {
                     "cluster {tgt}, topic {remote}, partition {partition}: the remote partition ends at offset {target_end}, before the {} records strait had written there (the remote topic was deleted and created again, or records were deleted from it); partition stopped so that nothing lands at offsets its offset map does not say (replicate into a fresh remote topic to start over)",
                     s.map.target_next()
                 ),
+                writer: writer_of(&s)?,
                 map: s.map,
-                writer: match s.writer {
-                    Some(w) => w,
-                    None => self.fresh_writer()?,
-                },
                 kind: "remote_topic_changed",
             },
             Some(s) => match s.writer {
@@ -246,14 +283,33 @@ impl Flow {
                     .await
                     .map_err(ctx)?,
             },
-        };
-        let (map, writer, flushed, failed, leader_epoch) = match start {
+        })
+    }
+
+    /// What a partition starts with: a stopped one is logged, counted and (mirror flows)
+    /// recorded in its mirror.
+    async fn settle_start(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+        start: Start,
+        stored_epoch: Option<i32>,
+    ) -> Taken {
+        let tgt = self.target.name().to_string();
+        match start {
             Start::Continue {
                 map,
                 writer,
                 flushed,
                 epoch,
-            } => (map, writer, flushed, None, epoch),
+            } => Taken {
+                map,
+                writer,
+                flushed,
+                failed: None,
+                leader_epoch: epoch,
+            },
             Start::Foreign { map, writer, why } => {
                 let msg = format!(
                     "cluster {tgt}, topic {remote}, partition {partition}: {why}; partition stopped (strait cannot tell which source records those are; move or delete them, or replicate into a fresh topic)"
@@ -265,7 +321,13 @@ impl Flow {
                         tracing::warn!(flow = %self.name(), %topic, partition, "cannot record the stop in the control topic: {e}");
                     }
                 }
-                (map, writer, true, Some(msg), stored_epoch)
+                Taken {
+                    map,
+                    writer,
+                    flushed: true,
+                    failed: Some(msg),
+                    leader_epoch: stored_epoch,
+                }
             }
             Start::Stopped {
                 map,
@@ -275,35 +337,43 @@ impl Flow {
             } => {
                 tracing::error!(flow = %self.name(), "{why}");
                 self.obs.error(&self.name(), kind);
-                (map, writer, true, Some(why), stored_epoch)
-            }
-        };
-        let identical = match &self.mirror {
-            None => false,
-            Some(m) => {
-                let rec = m.view.records.get(topic);
-                if failed.is_none() {
-                    if let Some(why) = rec.and_then(|r| r.diverged.get(&partition)) {
-                        return Err(ctx(Error::invalid(format!(
-                            "mirror stopped earlier: {why}"
-                        ))));
-                    }
+                Taken {
+                    map,
+                    writer,
+                    flushed: true,
+                    failed: Some(why),
+                    leader_epoch: stored_epoch,
                 }
-                let mode = offsets_mode(&map, rec.is_some_and(|r| r.created_by_strait));
-                if mode != OffsetsMode::Identical {
-                    tracing::warn!(flow = %self.name(), %topic, partition, "cluster {tgt}, topic {topic}, partition {partition}: offsets are {mode}; consumer offsets are translated through the offset map");
-                }
-                mode == OffsetsMode::Identical
             }
+        }
+    }
+
+    /// Mirror flows: whether the partition's offsets are still identical to the source's
+    /// (logged when not); an error if its mirror stopped it earlier and it is not stopped now.
+    fn mirror_identical(
+        &self,
+        topic: &str,
+        remote: &str,
+        partition: i32,
+        taken: &Taken,
+    ) -> Result<bool> {
+        let Some(m) = &self.mirror else {
+            return Ok(false);
         };
-        Ok(self.part_start(PartStart {
-            flushed,
-            failed,
-            identical,
-            topic_id,
-            leader_epoch,
-            ..PartStart::new(topic, remote, partition, map, writer)
-        }))
+        let tgt = self.target.name();
+        let rec = m.view.records.get(topic);
+        if taken.failed.is_none() {
+            if let Some(why) = rec.and_then(|r| r.diverged.get(&partition)) {
+                return Err(Error::invalid(format!("mirror stopped earlier: {why}"))
+                    .cluster(tgt)
+                    .partition(remote, partition));
+            }
+        }
+        let mode = offsets_mode(&taken.map, rec.is_some_and(|r| r.created_by_strait));
+        if mode != OffsetsMode::Identical {
+            tracing::warn!(flow = %self.name(), %topic, partition, "cluster {tgt}, topic {topic}, partition {partition}: offsets are {mode}; consumer offsets are translated through the offset map");
+        }
+        Ok(mode == OffsetsMode::Identical)
     }
 
     /// `start` with whether its source topic is a heartbeats topic filled in.

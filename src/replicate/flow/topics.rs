@@ -270,69 +270,11 @@ impl Flow {
                 self.stop_deleted_remote(topic, &remote, partitions, topic_id, view);
                 return Ok(());
             }
-            None => {
-                // The source topic's own settings, not the source broker's defaults: the
-                // target's brokers apply their own.
-                let configs: Vec<(String, String)> = match self
-                    .source
-                    .describe_topic_overrides(topic)
-                    .await
-                {
-                    Ok(c) => c
-                        .into_iter()
-                        .filter(|(k, _, own)| {
-                            (*own && REPLICABLE_CONFIGS.contains(&k.as_str()))
-                                || EFFECTIVE_CONFIGS.contains(&k.as_str())
-                        })
-                        .map(|(k, v, _)| (k, v))
-                        .collect(),
-                    Err(e) => {
-                        tracing::warn!(flow = %self.name(), %topic, "cannot read topic configs, creating with defaults: {e}");
-                        Vec::new()
-                    }
-                };
-                let created = self
-                    .target
-                    .create_topic(
-                        &remote,
-                        partitions as i32,
-                        self.replication_factor,
-                        &configs,
-                    )
-                    .await
-                    .map_err(|e| e.topic(&remote))?;
-                if created {
-                    tracing::info!(flow = %self.name(), %topic, %remote, partitions, "created remote topic");
-                }
-                partitions
-            }
+            None => self.create_remote(topic, &remote, partitions).await?,
         };
-        let mut remote_partitions = remote_partitions;
-        if remote_partitions < partitions {
-            match self
-                .target
-                .create_partitions(&remote, partitions as i32)
-                .await
-            {
-                Ok(()) => {
-                    tracing::info!(flow = %self.name(), %topic, %remote, from = remote_partitions, to = partitions, "added partitions to the remote topic");
-                    remote_partitions = partitions;
-                }
-                Err(e) => {
-                    tracing::debug!(flow = %self.name(), %remote, "cannot add partitions: {e}")
-                }
-            }
-        }
-        if remote_partitions < partitions {
-            self.report(
-                &format!("partitions {topic}"),
-                format!(
-                    "cluster {}, topic {remote}: has {remote_partitions} partitions but source topic {topic} on cluster {} has {partitions}; partitions {remote_partitions}..{partitions} are not replicated until the remote topic has them",
-                    self.target.name(),
-                    self.source.name()
-                ),
-            );
-        }
+        let remote_partitions = self
+            .add_remote_partitions(topic, &remote, partitions, remote_partitions)
+            .await;
         let name: Arc<str> = Arc::from(topic);
         for p in 0..partitions.min(remote_partitions) as i32 {
             let key = (Arc::clone(&name), p);
@@ -355,6 +297,75 @@ impl Flow {
             }
         }
         Ok(())
+    }
+
+    /// Creates the remote topic of `topic` with `partitions` partitions and the source
+    /// topic's own settings; returns its partition count.
+    async fn create_remote(&self, topic: &str, remote: &str, partitions: usize) -> Result<usize> {
+        // The source topic's own settings, not the source broker's defaults: the
+        // target's brokers apply their own.
+        let configs: Vec<(String, String)> = match self.source.describe_topic_overrides(topic).await
+        {
+            Ok(c) => c
+                .into_iter()
+                .filter(|(k, _, own)| {
+                    (*own && REPLICABLE_CONFIGS.contains(&k.as_str()))
+                        || EFFECTIVE_CONFIGS.contains(&k.as_str())
+                })
+                .map(|(k, v, _)| (k, v))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(flow = %self.name(), %topic, "cannot read topic configs, creating with defaults: {e}");
+                Vec::new()
+            }
+        };
+        let created = self
+            .target
+            .create_topic(remote, partitions as i32, self.replication_factor, &configs)
+            .await
+            .map_err(|e| e.topic(remote))?;
+        if created {
+            tracing::info!(flow = %self.name(), %topic, %remote, partitions, "created remote topic");
+        }
+        Ok(partitions)
+    }
+
+    /// Adds partitions to the remote topic up to the source's `partitions` (it has
+    /// `remote_partitions`); returns how many it has now (reported when still fewer).
+    async fn add_remote_partitions(
+        &mut self,
+        topic: &str,
+        remote: &str,
+        partitions: usize,
+        remote_partitions: usize,
+    ) -> usize {
+        let mut remote_partitions = remote_partitions;
+        if remote_partitions < partitions {
+            match self
+                .target
+                .create_partitions(remote, partitions as i32)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(flow = %self.name(), %topic, %remote, from = remote_partitions, to = partitions, "added partitions to the remote topic");
+                    remote_partitions = partitions;
+                }
+                Err(e) => {
+                    tracing::debug!(flow = %self.name(), %remote, "cannot add partitions: {e}")
+                }
+            }
+        }
+        if remote_partitions < partitions {
+            self.report(
+                &format!("partitions {topic}"),
+                format!(
+                    "cluster {}, topic {remote}: has {remote_partitions} partitions but source topic {topic} on cluster {} has {partitions}; partitions {remote_partitions}..{partitions} are not replicated until the remote topic has them",
+                    self.target.name(),
+                    self.source.name()
+                ),
+            );
+        }
+        remote_partitions
     }
 
     /// An existing remote topic must keep records the way the source does: a compacted source
