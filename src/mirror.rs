@@ -193,7 +193,7 @@ pub fn state_key(source: &str, topic: &str) -> String {
 }
 
 /// The topic a [`state_key`] or [`command_key`] names, if `key` is one for `source`.
-pub fn topic_of_key<'a>(key: &'a str, prefix: &str, source: &str) -> Option<&'a str> {
+pub(crate) fn topic_of_key<'a>(key: &'a str, prefix: &str, source: &str) -> Option<&'a str> {
     key.strip_prefix(prefix)?
         .strip_prefix('|')?
         .strip_prefix(source)?

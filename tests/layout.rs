@@ -20,8 +20,8 @@ const COMMAND_MODULES: [&str; 4] = ["bench", "local_broker", "local_kafka", "loc
 fn cargo_tree(features: &str, extra: &[&str]) -> String {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["tree", "--locked", "--offline", "-p", "strait", "-e", "normal"])
-        .args(["--prefix", "none", "--no-default-features"])
+    cmd.args(["tree", "--locked", "--offline", "-p", "strait"])
+        .args(["-e", "normal", "--prefix", "none", "--no-default-features"])
         .arg("--manifest-path")
         .arg(&manifest);
     if !features.is_empty() {
@@ -80,8 +80,9 @@ fn an_embedder_does_not_turn_on_the_command() {
     }
     // The command's feature, for contrast, is what the defaults turn on.
     let defaults = Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "--offline", "-p", "strait", "-e", "features"])
-        .args(["-i", "strait", "--prefix", "none", "--manifest-path"])
+        .args(["tree", "--locked", "--offline", "-p", "strait"])
+        .args(["-e", "features", "-i", "strait", "--prefix", "none"])
+        .arg("--manifest-path")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
         .output()
         .expect("run cargo tree");
