@@ -7,6 +7,10 @@ bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
+# The library as a program embedding it builds it (default features off: no command, bench or
+# launchers; docs/embedding.md), with each optional SASL mechanism, and its examples with it.
+cargo clippy --lib --examples --locked --no-default-features -- -D warnings
+cargo clippy --lib --examples --locked --no-default-features --features aws-msk-iam,gssapi -- -D warnings
 # The API documentation builds without a warning (every public item documented), and its
 # examples compile.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked

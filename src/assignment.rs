@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 /// The group protocol type strait's members use.
 pub const PROTOCOL_TYPE: &str = "strait";
 /// The one assignment protocol (name carried in JoinGroup).
-pub const PROTOCOL_NAME: &str = "strait-cooperative-v1";
+pub(crate) const PROTOCOL_NAME: &str = "strait-cooperative-v1";
 
 /// One unit of work.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

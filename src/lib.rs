@@ -36,84 +36,61 @@
 //! - [`ReplicatorError`], and [`Error`] for a cluster's error (it names cluster, broker, topic,
 //!   partition and offset).
 //!
-//! The other public modules are hidden from this documentation: they serve strait's own
-//! command (`src/main.rs` and `src/cli/`), its integration and protocol tests, benchmarks,
-//! examples and fuzz targets, which are separate crates and so can only reach `pub` items. They are not part of
-//! the API and change without notice.
+//! The building blocks beneath it are public modules too, documented but not part of that API:
+//! they follow strait's own command (`src/main.rs`, `src/cli/`), its tests, benchmarks and fuzz
+//! targets, and change with them.
+//! - [`client`]: connections and the per-cluster client; [`protocol`]: the wire protocol;
+//!   [`records`]: record batches; [`forward`]: what each fetched batch becomes on the target.
+//! - [`replicate`]: the engine behind [`Replicator`]; [`assignment`]: sharing a target's work
+//!   among instances; [`mirror`]: mirror topics; [`offsets`]: source-to-target offset maps.
+//! - [`mm2`] and [`naming`]: MirrorMaker 2's record formats and topic names; [`sasl`] and
+//!   [`secret`]: authentication and the secrets it uses; [`observe`]: metrics and the REST API.
+//!
+//! # Features
+//!
+//! - `cli` (default): the `strait` command and what only it runs: clap, tracing-subscriber,
+//!   the benchmark (`bench`), the in-process brokers (`local_broker`) and the Apache Kafka and
+//!   MirrorMaker 2 launchers (`local_kafka`, `local_mm2`) that the bench, the demo and the
+//!   integration tests start. A program embedding strait turns it off:
+//!   `strait = { version = "0.1", default-features = false, features = ["aws-msk-iam"] }`.
+//! - `aws-msk-iam` (default): OAUTHBEARER tokens for Amazon MSK with IAM access control.
+//! - `gssapi` (default): SASL/GSSAPI (Kerberos) through the system's MIT krb5 library.
 //!
 //! The library never owns the process: no global state, no printing, no `exit`.
 
 #![deny(missing_docs)]
 
+pub mod assignment;
+pub mod client;
 pub mod config;
 mod error;
 mod filter;
+pub mod forward;
 mod metrics;
+pub mod mirror;
+pub mod mm2;
+pub mod naming;
+pub mod observe;
+pub mod offsets;
+pub mod protocol;
+pub mod records;
+pub mod replicate;
 mod replicator;
+pub mod sasl;
+pub mod secret;
 pub mod status;
 mod tls;
 
-// Hidden, `pub` only for strait's own crates (see the crate documentation); each line says
-// which of them reaches in.
-
-// Scale-out assignment: `strait members` and tests/handover.rs.
-#[doc(hidden)]
-pub mod assignment;
-// `strait bench` and tests/bench.rs.
-#[doc(hidden)]
+// The command's own (feature `cli`): `strait bench`, `strait demo`, and the clusters they and
+// the integration tests start.
+#[cfg(feature = "cli")]
 pub mod bench;
-// The Kafka client: the CLI's commands, integration tests, examples/fill.rs.
-#[doc(hidden)]
-pub mod client;
-// Batch planning (split, sequence, re-encode): the protocol conformance tests
-// (protocol-tests/planner.rs).
-#[doc(hidden)]
-pub mod forward;
-// In-process brokers: `strait demo` and `strait bench`.
-#[doc(hidden)]
+#[cfg(feature = "cli")]
 pub mod local_broker;
-// Apache Kafka clusters for integration tests.
-#[doc(hidden)]
+#[cfg(feature = "cli")]
 pub mod local_kafka;
-// MirrorMaker 2 launcher: `strait bench --peer mm2` and tests/mm2_takeover.rs.
-#[doc(hidden)]
+#[cfg(feature = "cli")]
 pub mod local_mm2;
-// Mirror topics: `strait mirror`.
-#[doc(hidden)]
-pub mod mirror;
-// MirrorMaker 2 record formats: `strait demo` and tests/mm2_interop.rs.
-#[doc(hidden)]
-pub mod mm2;
-// Remote topic naming: tests/mm2_interop.rs.
-#[doc(hidden)]
-pub mod naming;
-// Metrics, the REST API and its HTTP server: `strait status`, the `http_head` fuzz target.
-#[doc(hidden)]
-pub mod observe;
-// Offset translation: `strait mirror`, tests/mm2_interop.rs, the `offset_map` fuzz target.
-#[doc(hidden)]
-pub mod offsets;
-// The Kafka wire protocol: the CLI, tests/forward.rs, protocol-tests/, benches, the
-// `responses` fuzz target.
-#[doc(hidden)]
-pub mod protocol;
-// Record batches: the CLI, tests, benches, examples/fill.rs and the batch and codec fuzz
-// targets.
-#[doc(hidden)]
-pub mod records;
-// The replication engine: the CLI's commands, integration tests, examples/fill.rs, the
-// `offset_map` fuzz target.
-#[doc(hidden)]
-pub mod replicate;
-// SASL: protocol-tests/sasl.rs and the `scram` fuzz target.
-#[doc(hidden)]
-pub mod sasl;
-// Secrets: `strait status` (its bearer token), protocol-tests/sasl.rs.
-#[doc(hidden)]
-pub mod secret;
-// Plain-text tables: the CLI's output.
-#[doc(hidden)]
-pub mod table;
 
 pub use error::{Context, Error, ErrorKind, Result};
 pub use replicator::{Replicator, ReplicatorBuilder, ReplicatorError};

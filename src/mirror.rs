@@ -1,7 +1,7 @@
 //! Mirror topics (Cluster Linking style), sans-io: mirror states and the commands that change
 //! them, consumer-offset group filters in Cluster Linking's JSON form, the per-link settings that
 //! can change at runtime, whether a partition's offsets are identical to the source's, and the
-//! `strait mirror status` table.
+//! rows of `strait mirror status`.
 //!
 //! A mirror flow (`mode = "mirror"`) copies each selected topic under the same name. When strait
 //! created the destination topic while the source partition's log started at offset 0, every
@@ -193,7 +193,7 @@ pub fn state_key(source: &str, topic: &str) -> String {
 }
 
 /// The topic a [`state_key`] or [`command_key`] names, if `key` is one for `source`.
-pub fn topic_of_key<'a>(key: &'a str, prefix: &str, source: &str) -> Option<&'a str> {
+pub(crate) fn topic_of_key<'a>(key: &'a str, prefix: &str, source: &str) -> Option<&'a str> {
     key.strip_prefix(prefix)?
         .strip_prefix('|')?
         .strip_prefix(source)?
@@ -433,44 +433,6 @@ pub fn lag(source_log_end: i64, source_next: i64) -> i64 {
     (source_log_end - source_next).max(0)
 }
 
-/// Formats rows as an aligned table.
-pub fn format_status(rows: &[MirrorPartitionStatus]) -> String {
-    let header = [
-        "Topic",
-        "Partition",
-        "ClusterLink",
-        "State",
-        "SourceLogStart",
-        "SourceLogEnd",
-        "DestLogEnd",
-        "Lag",
-        "LastFetchLagMs",
-        "IsCaughtUp",
-        "Offsets",
-    ];
-    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-    for r in rows {
-        cells.push(vec![
-            r.topic.clone(),
-            r.partition.to_string(),
-            r.link.clone(),
-            if r.offsets.starts_with("stopped") {
-                "stopped".to_string()
-            } else {
-                r.state.as_str().to_string()
-            },
-            r.source_log_start.to_string(),
-            r.source_log_end.to_string(),
-            r.dest_log_end.to_string(),
-            r.lag.to_string(),
-            r.fetch_lag_ms.to_string(),
-            r.caught_up.to_string(),
-            r.offsets.clone(),
-        ]);
-    }
-    crate::table::format(&cells)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,35 +592,5 @@ mod tests {
         assert!(OffsetsMode::Mapped(MappedReason::DivergedAt(2))
             .to_string()
             .contains("source offset 2"));
-    }
-
-    #[test]
-    fn status_table() {
-        let rows = vec![MirrorPartitionStatus {
-            topic: "west-trades".into(),
-            partition: 0,
-            link: "west-link".into(),
-            state: MirrorState::Active,
-            source_log_start: 0,
-            source_log_end: 200,
-            dest_log_end: 150,
-            lag: lag(200, 150),
-            fetch_lag_ms: 12,
-            caught_up: false,
-            offsets: "identical".into(),
-        }];
-        let t = format_status(&rows);
-        let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 2);
-        assert!(
-            lines[0].starts_with("Topic        Partition  ClusterLink"),
-            "{t}"
-        );
-        assert!(
-            lines[1].starts_with("west-trades  0          west-link"),
-            "{t}"
-        );
-        assert!(lines[1].contains(" 50 "), "{t}");
-        assert_eq!(lag(10, 20), 0);
     }
 }

@@ -25,10 +25,10 @@ use thiserror::Error;
 pub const HEARTBEATS_TOPIC: &str = "heartbeats";
 
 /// The value version MM2 writes in heartbeat and checkpoint values, the only one it defines.
-pub const VALUE_VERSION: i16 = 0;
+pub(crate) const VALUE_VERSION: i16 = 0;
 
 /// Largest byte length a Kafka `STRING` can have.
-pub const MAX_STRING_LEN: usize = i16::MAX as usize;
+pub(crate) const MAX_STRING_LEN: usize = i16::MAX as usize;
 
 /// Name of the checkpoints topic on the target cluster for checkpoints of groups on the cluster
 /// `source_alias`: `<source>.checkpoints.internal` (MM2's default policy with separator `.`; see

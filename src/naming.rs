@@ -14,7 +14,7 @@
 use crate::mm2::HEARTBEATS_TOPIC;
 
 /// MM2's default separator between a source alias and the upstream topic name.
-pub const DEFAULT_SEPARATOR: &str = ".";
+pub(crate) const DEFAULT_SEPARATOR: &str = ".";
 
 /// How remote topics are named, MM2-compatible.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

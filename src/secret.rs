@@ -16,7 +16,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Largest secret file read.
-pub const MAX_SECRET_FILE: u64 = 1024 * 1024;
+pub(crate) const MAX_SECRET_FILE: u64 = 1024 * 1024;
 
 /// Where a secret came from.
 #[derive(Clone, PartialEq, Eq)]
@@ -210,7 +210,7 @@ fn provider_kind(name: &str, declared: &[(String, ProviderKind)]) -> Option<Prov
 }
 
 /// `${provider:rest}` filling the whole (trimmed) value → `(provider, rest)`.
-pub fn parse_reference(value: &str) -> Option<(&str, &str)> {
+pub(crate) fn parse_reference(value: &str) -> Option<(&str, &str)> {
     let inner = value.trim().strip_prefix("${")?.strip_suffix('}')?;
     if inner.contains("${") || inner.contains('}') {
         return None;

@@ -163,5 +163,5 @@ pub async fn run(args: &MembersArgs) -> Result<String> {
     if args.units {
         return Ok(units.into_iter().map(|u| u + "\n").collect());
     }
-    Ok(strait::table::format(&rows))
+    Ok(super::table::format(&rows))
 }

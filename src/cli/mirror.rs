@@ -231,7 +231,7 @@ async fn list(t: &Target) -> Result<String> {
             ]);
         }
     }
-    Ok(strait::table::format(&rows))
+    Ok(super::table::format(&rows))
 }
 
 /// Stored offset maps of `topic`'s partitions, by partition.
@@ -319,7 +319,7 @@ async fn describe(t: &Target, topic: &str) -> Result<String> {
         ]);
     }
     out.push('\n');
-    out.push_str(&strait::table::format(&rows));
+    out.push_str(&super::table::format(&rows));
     Ok(out)
 }
 
@@ -457,7 +457,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
             }
         }
     }
-    let mut out = strait::mirror::format_status(&rows);
+    let mut out = format_status(&rows);
     for n in notes {
         out.push_str(&format!("note: {n}\n"));
     }
@@ -616,5 +616,78 @@ async fn configure(
             )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Formats rows as an aligned table.
+fn format_status(rows: &[MirrorPartitionStatus]) -> String {
+    let header = [
+        "Topic",
+        "Partition",
+        "ClusterLink",
+        "State",
+        "SourceLogStart",
+        "SourceLogEnd",
+        "DestLogEnd",
+        "Lag",
+        "LastFetchLagMs",
+        "IsCaughtUp",
+        "Offsets",
+    ];
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        cells.push(vec![
+            r.topic.clone(),
+            r.partition.to_string(),
+            r.link.clone(),
+            if r.offsets.starts_with("stopped") {
+                "stopped".to_string()
+            } else {
+                r.state.as_str().to_string()
+            },
+            r.source_log_start.to_string(),
+            r.source_log_end.to_string(),
+            r.dest_log_end.to_string(),
+            r.lag.to_string(),
+            r.fetch_lag_ms.to_string(),
+            r.caught_up.to_string(),
+            r.offsets.clone(),
+        ]);
+    }
+    super::table::format(&cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_table() {
+        let rows = vec![MirrorPartitionStatus {
+            topic: "west-trades".into(),
+            partition: 0,
+            link: "west-link".into(),
+            state: MirrorState::Active,
+            source_log_start: 0,
+            source_log_end: 200,
+            dest_log_end: 150,
+            lag: lag(200, 150),
+            fetch_lag_ms: 12,
+            caught_up: false,
+            offsets: "identical".into(),
+        }];
+        let t = format_status(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with("Topic        Partition  ClusterLink"),
+            "{t}"
+        );
+        assert!(
+            lines[1].starts_with("west-trades  0          west-link"),
+            "{t}"
+        );
+        assert!(lines[1].contains(" 50 "), "{t}");
+        assert_eq!(lag(10, 20), 0);
     }
 }

@@ -10,6 +10,7 @@ pub mod offsets;
 pub mod probe;
 pub mod run;
 pub mod status;
+pub mod table;
 
 use clap::{Parser, Subcommand, ValueEnum};
 

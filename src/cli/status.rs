@@ -98,7 +98,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut all = Vec::with_capacity(rows.len() + 1);
     all.push(headers.iter().map(|h| h.to_string()).collect());
     all.extend(rows.iter().cloned());
-    strait::table::format(&all)
+    super::table::format(&all)
 }
 
 /// A count with k/M suffixes.

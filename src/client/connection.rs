@@ -670,7 +670,7 @@ const SPEAKS_TLS: &str =
 
 /// Whether the first bytes of an answer are a TLS record (an alert or a handshake, TLS 1.x)
 /// rather than a Kafka frame size: a plaintext client connected to a TLS listener.
-pub fn looks_like_tls(first: [u8; 4]) -> bool {
+pub(crate) fn looks_like_tls(first: [u8; 4]) -> bool {
     matches!(first[0], 0x15 | 0x16) && first[1] == 0x03 && first[2] <= 0x04
 }
 

@@ -28,7 +28,7 @@ pub struct GroupTimings {
 
 /// What JoinGroup answered.
 #[derive(Debug, Clone)]
-pub struct Joined {
+pub(crate) struct Joined {
     /// Generation of the group.
     pub generation: i32,
     /// This member's id.
@@ -41,7 +41,7 @@ pub struct Joined {
 
 /// The outcome of a group call that the caller must react to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupError {
+pub(crate) enum GroupError {
     /// Join again (rebalance in progress, or a new generation).
     Rejoin,
     /// The coordinator forgot this member: join again with no member id, owning nothing.
@@ -51,7 +51,7 @@ pub enum GroupError {
 }
 
 /// Classifies a group error code; `None` for success, `Some(Err)` for anything unexpected.
-pub fn classify(code: i16) -> Option<std::result::Result<GroupError, i16>> {
+pub(crate) fn classify(code: i16) -> Option<std::result::Result<GroupError, i16>> {
     match code {
         error_code::NONE => None,
         error_code::REBALANCE_IN_PROGRESS | error_code::ILLEGAL_GENERATION => {
@@ -66,11 +66,11 @@ pub fn classify(code: i16) -> Option<std::result::Result<GroupError, i16>> {
 }
 
 /// A group call's result: success, a state the caller handles, or an error.
-pub type GroupResult<T> = std::result::Result<T, GroupFailure>;
+pub(crate) type GroupResult<T> = std::result::Result<T, GroupFailure>;
 
 /// Why a group call did not succeed.
 #[derive(Debug)]
-pub enum GroupFailure {
+pub(crate) enum GroupFailure {
     /// A protocol state to react to.
     State(GroupError),
     /// Anything else (network, unexpected error code).
@@ -94,7 +94,7 @@ fn check(cluster: &Cluster, group: &str, what: &str, code: i16) -> GroupResult<(
 }
 
 /// A connection to a group's coordinator.
-pub struct GroupClient<'a> {
+pub(crate) struct GroupClient<'a> {
     cluster: &'a Cluster,
     conn: Connection,
     group: String,

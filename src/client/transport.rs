@@ -11,9 +11,9 @@ use tokio::net::TcpStream;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The read half of a transport.
-pub type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
+pub(crate) type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
 /// The write half of a transport.
-pub type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
+pub(crate) type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// TLS client settings for a cluster's connections.
 #[derive(Clone)]

@@ -14,7 +14,7 @@ use crate::records::{
 };
 
 /// Upper bound on the decompressed size of one batch we re-encode.
-pub const MAX_DECODED_BATCH: usize = 128 * 1024 * 1024;
+pub(crate) const MAX_DECODED_BATCH: usize = 128 * 1024 * 1024;
 
 /// The target producer identity used for idempotent writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,13 +24,13 @@ use super::error_code;
 use super::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
 
 /// Session id meaning "no session".
-pub const NO_SESSION: i32 = 0;
+pub(crate) const NO_SESSION: i32 = 0;
 /// Epoch of a full request that opens a session.
-pub const INITIAL_EPOCH: i32 = 0;
+pub(crate) const INITIAL_EPOCH: i32 = 0;
 /// Epoch of a sessionless request.
 pub const SESSIONLESS_EPOCH: i32 = -1;
 /// First Fetch version with sessions.
-pub const MIN_SESSION_VERSION: i16 = 7;
+pub(crate) const MIN_SESSION_VERSION: i16 = 7;
 
 /// What the broker's session holds for one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

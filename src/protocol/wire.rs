@@ -255,7 +255,7 @@ pub fn put_uvarint(buf: &mut BytesMut, mut v: u32) {
 }
 
 /// Writes a string (int16 length, or compact).
-pub fn put_string(buf: &mut BytesMut, s: &str, compact: bool) {
+pub(crate) fn put_string(buf: &mut BytesMut, s: &str, compact: bool) {
     if compact {
         put_uvarint(buf, s.len() as u32 + 1);
     } else {
@@ -265,7 +265,7 @@ pub fn put_string(buf: &mut BytesMut, s: &str, compact: bool) {
 }
 
 /// Writes a nullable string.
-pub fn put_nullable_string(buf: &mut BytesMut, s: Option<&str>, compact: bool) {
+pub(crate) fn put_nullable_string(buf: &mut BytesMut, s: Option<&str>, compact: bool) {
     match s {
         Some(s) => put_string(buf, s, compact),
         None if compact => put_uvarint(buf, 0),
@@ -274,7 +274,7 @@ pub fn put_nullable_string(buf: &mut BytesMut, s: Option<&str>, compact: bool) {
 }
 
 /// Writes an array length (int32, or compact uvarint+1).
-pub fn put_array_len(buf: &mut BytesMut, n: usize, compact: bool) {
+pub(crate) fn put_array_len(buf: &mut BytesMut, n: usize, compact: bool) {
     if compact {
         put_uvarint(buf, n as u32 + 1);
     } else {
@@ -283,7 +283,7 @@ pub fn put_array_len(buf: &mut BytesMut, n: usize, compact: bool) {
 }
 
 /// Writes a bytes length prefix (int32, or compact uvarint+1) for `n` bytes that follow.
-pub fn put_bytes_len(buf: &mut BytesMut, n: usize, compact: bool) {
+pub(crate) fn put_bytes_len(buf: &mut BytesMut, n: usize, compact: bool) {
     if compact {
         put_uvarint(buf, n as u32 + 1);
     } else {
@@ -292,7 +292,7 @@ pub fn put_bytes_len(buf: &mut BytesMut, n: usize, compact: bool) {
 }
 
 /// Writes an empty tagged-field section.
-pub fn put_empty_tags(buf: &mut BytesMut) {
+pub(crate) fn put_empty_tags(buf: &mut BytesMut) {
     buf.put_u8(0);
 }
 

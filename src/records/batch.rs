@@ -27,40 +27,40 @@ use super::crc;
 use super::RecordsError;
 
 /// Offset of `baseOffset`.
-pub const BASE_OFFSET: usize = 0;
+pub(crate) const BASE_OFFSET: usize = 0;
 /// Offset of `batchLength`.
 pub const BATCH_LENGTH: usize = 8;
 /// Offset of `partitionLeaderEpoch`.
-pub const PARTITION_LEADER_EPOCH: usize = 12;
+pub(crate) const PARTITION_LEADER_EPOCH: usize = 12;
 /// Offset of `magic` (the same offset in legacy message sets).
-pub const MAGIC: usize = 16;
+pub(crate) const MAGIC: usize = 16;
 /// Offset of the CRC-32C field.
 pub const CRC: usize = 17;
 /// Offset of `attributes`: the CRC covers everything from here to the end.
 pub const ATTRIBUTES: usize = 21;
 /// Offset of `lastOffsetDelta`.
-pub const LAST_OFFSET_DELTA: usize = 23;
+pub(crate) const LAST_OFFSET_DELTA: usize = 23;
 /// Offset of `baseTimestamp`.
-pub const BASE_TIMESTAMP: usize = 27;
+pub(crate) const BASE_TIMESTAMP: usize = 27;
 /// Offset of `maxTimestamp`.
-pub const MAX_TIMESTAMP: usize = 35;
+pub(crate) const MAX_TIMESTAMP: usize = 35;
 /// Offset of `producerId`.
-pub const PRODUCER_ID: usize = 43;
+pub(crate) const PRODUCER_ID: usize = 43;
 /// Offset of `producerEpoch`.
-pub const PRODUCER_EPOCH: usize = 51;
+pub(crate) const PRODUCER_EPOCH: usize = 51;
 /// Offset of `baseSequence`.
-pub const BASE_SEQUENCE: usize = 53;
+pub(crate) const BASE_SEQUENCE: usize = 53;
 /// Offset of `recordsCount`.
 pub const RECORDS_COUNT: usize = 57;
 /// Size of the v2 batch header; records start here.
 pub const HEADER_LEN: usize = 61;
 /// Bytes before the `batchLength`-counted part of any entry (baseOffset + batchLength).
-pub const LOG_OVERHEAD: usize = 12;
+pub(crate) const LOG_OVERHEAD: usize = 12;
 
 /// Attribute bits 0-2: compression codec.
-pub const ATTR_CODEC_MASK: i16 = 0x07;
+pub(crate) const ATTR_CODEC_MASK: i16 = 0x07;
 /// Attribute bit 3: timestamps are LogAppendTime.
-pub const ATTR_LOG_APPEND_TIME: i16 = 0x08;
+pub(crate) const ATTR_LOG_APPEND_TIME: i16 = 0x08;
 /// Attribute bit 4: the batch belongs to a transaction.
 pub const ATTR_TRANSACTIONAL: i16 = 0x10;
 /// Attribute bit 5: the batch is a control batch (transaction marker).
@@ -69,11 +69,11 @@ pub const ATTR_CONTROL: i16 = 0x20;
 pub const ATTR_DELETE_HORIZON: i16 = 0x40;
 
 /// `producerId` value for batches written without idempotence.
-pub const NO_PRODUCER_ID: i64 = -1;
+pub(crate) const NO_PRODUCER_ID: i64 = -1;
 /// `producerEpoch` value for batches written without idempotence.
-pub const NO_PRODUCER_EPOCH: i16 = -1;
+pub(crate) const NO_PRODUCER_EPOCH: i16 = -1;
 /// `baseSequence` value for batches written without idempotence.
-pub const NO_SEQUENCE: i32 = -1;
+pub(crate) const NO_SEQUENCE: i32 = -1;
 
 /// Compression codec named by a batch's attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -198,7 +198,7 @@ pub struct BatchIter {
 /// The bytes of `blob`'s complete entries, read from their length fields only: what is left
 /// after them is the partial last batch a broker leaves when it cuts an answer at `max_bytes`
 /// (fetched again by the next request). A blob that cannot be split counts as complete.
-pub fn complete_len(blob: &[u8]) -> usize {
+pub(crate) fn complete_len(blob: &[u8]) -> usize {
     let mut pos = 0;
     while let Some(rest) = blob.get(pos..).filter(|r| r.len() >= LOG_OVERHEAD) {
         let Ok(len) = usize::try_from(be_i32(rest, BATCH_LENGTH)) else {

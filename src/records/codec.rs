@@ -40,15 +40,15 @@ pub enum CodecError {
 }
 
 /// The 8-byte magic at the start of a xerial snappy stream.
-pub const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+pub(crate) const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 /// Length of the xerial header: magic, version `i32`, compatible version `i32`.
-pub const XERIAL_HEADER_LEN: usize = 16;
+pub(crate) const XERIAL_HEADER_LEN: usize = 16;
 /// Uncompressed bytes per xerial block, as `SnappyOutputStream` writes by default.
-pub const XERIAL_BLOCK_SIZE: usize = 32 * 1024;
+pub(crate) const XERIAL_BLOCK_SIZE: usize = 32 * 1024;
 /// zstd level used by [`compress`] (Kafka's `compression.zstd.level` default).
-pub const ZSTD_LEVEL: i32 = 3;
+pub(crate) const ZSTD_LEVEL: i32 = 3;
 /// LZ4 frame magic number (little-endian on the wire).
-pub const LZ4_FRAME_MAGIC: u32 = 0x184D_2204;
+pub(crate) const LZ4_FRAME_MAGIC: u32 = 0x184D_2204;
 
 /// Reads at most this much at a time from a decoder.
 const READ_CHUNK: usize = 64 * 1024;

@@ -7,7 +7,12 @@
 
 /// The CRC of `new_prefix ++ tail`, given the CRC of `old_prefix ++ tail`, both prefixes of the
 /// same length, and the tail's length only.
-pub fn update_prefix(old_crc: u32, old_prefix: &[u8], new_prefix: &[u8], tail_len: usize) -> u32 {
+pub(crate) fn update_prefix(
+    old_crc: u32,
+    old_prefix: &[u8],
+    new_prefix: &[u8],
+    tail_len: usize,
+) -> u32 {
     debug_assert_eq!(old_prefix.len(), new_prefix.len());
     // crc(old ++ t) ^ crc(new ++ t) = crc((old ^ new) ++ 0^t) ^ crc(0^(p+t))
     //                               = shift(crc(old) ^ crc(new), t)

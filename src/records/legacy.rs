@@ -423,7 +423,7 @@ const CRC32_TABLE: [u32; 256] = {
 };
 
 /// CRC-32 (IEEE), the checksum of legacy messages (Kafka's `Crc32`).
-pub fn crc32(data: &[u8]) -> u32 {
+pub(crate) fn crc32(data: &[u8]) -> u32 {
     let mut c = !0u32;
     for &b in data {
         c = CRC32_TABLE[((c ^ u32::from(b)) & 0xFF) as usize] ^ (c >> 8);

@@ -425,7 +425,7 @@ pub fn encode_batch(
 /// `offset_delta`. Compaction keeps a batch's original `lastOffsetDelta` when it removes the
 /// batch's last records (so the batch still covers its whole offset range); this re-encodes
 /// such a batch with the same span. Apache Kafka does not accept such a batch in a Produce.
-pub fn encode_batch_spanning(
+pub(crate) fn encode_batch_spanning(
     fields: &BatchHeaderFields,
     compression: Compression,
     records: &[Record],

@@ -1,6 +1,6 @@
 //! SASL/GSSAPI (Kerberos V5, RFC 4752) as Apache Kafka speaks it: settings and the sans-io
 //! parts of the exchange. The Kerberos work itself (tickets from the KDC, the GSS context)
-//! is in [`super::krb5`], behind the `gssapi` cargo feature.
+//! is in `krb5`, behind the `gssapi` cargo feature.
 //!
 //! The exchange on a connection, in SaslAuthenticate rounds (after SaslHandshake `GSSAPI`):
 //! 1. GSS context tokens: ours from `gss_init_sec_context` for `<service>@<broker host>` (the
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Kafka's default `sasl.kerberos.service.name`.
-pub const DEFAULT_SERVICE_NAME: &str = "kafka";
+pub(crate) const DEFAULT_SERVICE_NAME: &str = "kafka";
 
 /// Where a cluster's Kerberos credentials come from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

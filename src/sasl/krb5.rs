@@ -79,7 +79,7 @@ impl Drop for MemoryCache {
 }
 
 /// Credentials in use: the GSS handle, then (dropped after it) the cache it reads.
-pub struct HeldCred {
+pub(crate) struct HeldCred {
     cred: Cred,
     renew_at: Instant,
     expires_at: Instant,

@@ -136,7 +136,7 @@ pub enum SaslCredentials {
 }
 
 /// The PLAIN message: `authzid NUL authcid NUL password`, with an empty authzid.
-pub fn plain_token(username: &str, password: &str) -> Vec<u8> {
+pub(crate) fn plain_token(username: &str, password: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(username.len() + password.len() + 2);
     out.push(0);
     out.extend_from_slice(username.as_bytes());
@@ -148,7 +148,7 @@ pub fn plain_token(username: &str, password: &str) -> Vec<u8> {
 /// How long after a successful authentication to re-authenticate, given the broker's
 /// `session_lifetime_ms` and a random `fraction` in `[0, 1)`: like Kafka's clients, at a random
 /// point between 85 % and 95 % of the lifetime. `None` when the broker set no lifetime.
-pub fn reauth_delay(session_lifetime_ms: i64, fraction: f64) -> Option<Duration> {
+pub(crate) fn reauth_delay(session_lifetime_ms: i64, fraction: f64) -> Option<Duration> {
     if session_lifetime_ms <= 0 {
         return None;
     }
@@ -163,7 +163,7 @@ pub fn reauth_delay(session_lifetime_ms: i64, fraction: f64) -> Option<Duration>
 }
 
 /// A random fraction in `[0, 1)` from the system's randomness (0.5 if it is unavailable).
-pub fn random_fraction() -> f64 {
+pub(crate) fn random_fraction() -> f64 {
     use ring::rand::SecureRandom as _;
     let mut b = [0u8; 4];
     match ring::rand::SystemRandom::new().fill(&mut b) {
@@ -173,7 +173,7 @@ pub fn random_fraction() -> f64 {
 }
 
 /// Whether re-authentication is due at `now` given the deadline set after the last one.
-pub fn reauth_due(deadline: Option<std::time::Instant>, now: std::time::Instant) -> bool {
+pub(crate) fn reauth_due(deadline: Option<std::time::Instant>, now: std::time::Instant) -> bool {
     deadline.is_some_and(|d| now >= d)
 }
 

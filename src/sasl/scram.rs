@@ -14,11 +14,11 @@ use base64::Engine as _;
 use ring::{digest, hmac, pbkdf2};
 
 /// Longest server message accepted.
-pub const MAX_SERVER_MESSAGE: usize = 4096;
+pub(crate) const MAX_SERVER_MESSAGE: usize = 4096;
 /// Fewest PBKDF2 iterations accepted (Kafka's minimum for both mechanisms).
-pub const MIN_ITERATIONS: u32 = 4096;
+pub(crate) const MIN_ITERATIONS: u32 = 4096;
 /// Most PBKDF2 iterations accepted, so a hostile server cannot make us spin.
-pub const MAX_ITERATIONS: u32 = 1_000_000;
+pub(crate) const MAX_ITERATIONS: u32 = 1_000_000;
 
 /// The hash function of a SCRAM mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ fn malformed(m: impl Into<String>) -> ScramError {
 }
 
 /// `saslname` escaping of RFC 5802: `=` → `=3D`, `,` → `=2C`.
-pub fn escape_username(name: &str) -> String {
+pub(crate) fn escape_username(name: &str) -> String {
     name.replace('=', "=3D").replace(',', "=2C")
 }
 
@@ -90,7 +90,7 @@ pub fn random_nonce() -> Result<String, ScramError> {
 }
 
 /// Constant-time equality of two byte strings (the length is not secret).
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -3,7 +3,7 @@
 //! and the broker's error challenge.
 
 /// The separator between key-value pairs (`%x01`).
-pub const SEPARATOR: u8 = 0x01;
+pub(crate) const SEPARATOR: u8 = 0x01;
 
 /// The client's initial response: `n,,` `%x01` `auth=Bearer <token>` then `%x01<key>=<value>`
 /// for each extension, closed by `%x01%x01`. The authorization id is left empty, as Kafka's
@@ -27,7 +27,7 @@ pub fn client_first(token: &str, extensions: &[(String, String)]) -> Vec<u8> {
 
 /// The message a client sends after the broker's error challenge, so that the broker ends
 /// the exchange with its error (RFC 7628 §3.2.3).
-pub fn after_failure() -> Vec<u8> {
+pub(crate) fn after_failure() -> Vec<u8> {
     vec![SEPARATOR]
 }
 
@@ -53,7 +53,7 @@ pub fn check_extension(name: &str, value: &str) -> Result<(), String> {
 
 /// Describes the broker's error challenge (a JSON object with `status`, and perhaps `scope`
 /// and `openid-configuration`), for an error line. Unknown text is shown cut to 200 bytes.
-pub fn describe_server_error(challenge: &[u8]) -> String {
+pub(crate) fn describe_server_error(challenge: &[u8]) -> String {
     match serde_json::from_slice::<serde_json::Value>(challenge) {
         Ok(serde_json::Value::Object(m)) => {
             let mut parts = Vec::new();

@@ -12,7 +12,7 @@
 
 pub mod message;
 #[cfg(feature = "aws-msk-iam")]
-pub mod msk_iam;
+pub(crate) mod msk_iam;
 pub mod oidc;
 pub mod refresh;
 

@@ -23,7 +23,7 @@ use crate::secret::Secret;
 use super::Token;
 
 /// How long a token is valid (the presigned URL's `X-Amz-Expires`).
-pub const TOKEN_LIFETIME: Duration = Duration::from_secs(900);
+pub(crate) const TOKEN_LIFETIME: Duration = Duration::from_secs(900);
 /// The SigV4 service name.
 const SERVICE: &str = "kafka-cluster";
 /// The action a Kafka client asks for.
@@ -46,7 +46,7 @@ pub struct MskIam {
 }
 
 /// The region in an MSK broker host name (`b-1.name.abc123.c2.kafka.eu-west-1.amazonaws.com`).
-pub fn region_of_host(host_port: &str) -> Option<String> {
+pub(crate) fn region_of_host(host_port: &str) -> Option<String> {
     let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
     let labels: Vec<&str> = host.split('.').collect();
     let i = labels.iter().position(|l| *l == "kafka")?;
@@ -57,7 +57,7 @@ pub fn region_of_host(host_port: &str) -> Option<String> {
 
 /// A signer: the credentials provider of the chain and the region, made once per cluster.
 #[derive(Clone, Debug)]
-pub struct Signer {
+pub(crate) struct Signer {
     credentials: SharedCredentialsProvider,
     region: String,
 }

@@ -178,7 +178,7 @@ fn oauth_error(body: &[u8]) -> String {
 
 /// Reads a JWT's claims without checking its signature: `exp` (required, in the future of
 /// `now`), the subject claim `sub_claim` (required) and `iat` (optional).
-pub fn read_jwt(token: &str, sub_claim: &str, now: SystemTime) -> Result<Token, String> {
+pub(crate) fn read_jwt(token: &str, sub_claim: &str, now: SystemTime) -> Result<Token, String> {
     let mut v = jsonwebtoken::Validation::default();
     v.insecure_disable_signature_validation();
     v.validate_exp = false;
