@@ -377,7 +377,9 @@ impl Flow {
         self.timers.set(Due::Refresh, now);
         self.timers.set(Due::Flush, now + Duration::from_secs(1));
         self.timers.set(Due::Status, now);
-        self.timers.set(Due::Mirror, now);
+        if self.mirror.is_some() {
+            self.timers.set(Due::Mirror, now);
+        }
         self.timers.set(
             Due::OffsetSync,
             now + self.cfg.offset_sync_interval.min(Duration::from_secs(5)),
