@@ -31,6 +31,8 @@
 //! The documented API:
 //! - [`Replicator`] and [`ReplicatorBuilder`]: start flows, read and follow their status, stop
 //!   them.
+//! - [`Metrics`]: the series `/metrics` serves, read in process ([`Replicator::metrics`]).
+//! - [`Shutdown`]: the stop signal the engine's loops wait on (a closed channel is a stop).
 //! - [`config`]: the configuration model, [`config::load`] and [`config::validate`].
 //! - [`status`]: the status documents (the same as the REST API's `/api/status`).
 //! - [`ReplicatorError`], and [`Error`] for a cluster's error (it names cluster, broker, topic,
@@ -50,6 +52,7 @@ mod error;
 mod filter;
 mod metrics;
 mod replicator;
+mod shutdown;
 pub mod status;
 mod tls;
 
@@ -116,4 +119,6 @@ pub mod secret;
 pub mod table;
 
 pub use error::{Context, Error, ErrorKind, Result};
-pub use replicator::{Replicator, ReplicatorBuilder, ReplicatorError};
+pub use metrics::{MetricSample, MetricValue};
+pub use replicator::{Metrics, MetricsSnapshot, Replicator, ReplicatorBuilder, ReplicatorError};
+pub use shutdown::Shutdown;

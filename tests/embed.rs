@@ -76,6 +76,34 @@ fn the_embedding_example_runs_a_flow_and_stops_it() {
         stdout.contains("flow edge->central stopped cleanly"),
         "{stdout}"
     );
+    // The series read through `Replicator::metrics()`, without a listener: typed totals ...
+    let totals: Vec<u64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics: flow edge->central records "))
+        .map(|rest| {
+            rest.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        matches!(totals[..], [records, bytes] if records >= 300 && bytes > 0),
+        "{stdout}"
+    );
+    // ... and a line of the same Prometheus text `/metrics` serves, with a count above 0.
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics line: "))
+        .unwrap_or_default();
+    let value: f64 = line
+        .rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    assert!(
+        line.starts_with("strait_replication_records_total{flow=\"edge->central\"") && value > 0.0,
+        "{stdout}"
+    );
 
     // Exactly the source's records on the target, and nothing of the flow not asked for.
     let remote = format!("edge.{topic}");

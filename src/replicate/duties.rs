@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use super::groups;
 use super::lists::{self, ListKind, Lists};
@@ -23,6 +23,7 @@ use crate::mm2;
 use crate::naming::ReplicationPolicy;
 use crate::observe::{Observer, Side};
 use crate::offsets::{OffsetMap, Translation};
+use crate::Shutdown;
 
 /// The acknowledged offset maps of the partitions the data path runs: (source topic,
 /// partition) → (target topic, map).
@@ -110,7 +111,10 @@ impl Duties {
 
     /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a
     /// restart does not write them again.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    /// `shutdown` is a [`Shutdown`] or the flow's `watch::Receiver<bool>`; a closed channel
+    /// stops it too.
+    pub async fn run(mut self, shutdown: impl Into<Shutdown>) {
+        let shutdown: Shutdown = shutdown.into();
         let name = self.name();
         let checkpoints = self.cfg.emit_checkpoints || self.cfg.sync_group_offsets;
         let every = if self.cfg.emit_checkpoints {
@@ -121,7 +125,7 @@ impl Duties {
         let mut loaded = !checkpoints;
         let mut next_heartbeat = Instant::now();
         let mut next_checkpoint = Instant::now() + Duration::from_secs(1);
-        while !*shutdown.borrow() {
+        while !shutdown.is_stopped() {
             let now = Instant::now();
             if self.cfg.emit_heartbeats && now >= next_heartbeat {
                 if self.active() {
@@ -160,7 +164,7 @@ impl Duties {
             }
             tokio::select! {
                 _ = tokio::time::sleep_until(wake.into()) => {}
-                _ = shutdown.changed() => {}
+                _ = shutdown.stopped() => {}
             }
         }
     }

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::observe::{self, Observer, Side};
 use crate::replicator::ReplicatorError;
 use crate::secret::{Secret, SecretSource};
+use crate::Shutdown;
 
 /// Running flows: their status, and the task that ends when they all stopped.
 pub struct Engine {
@@ -40,13 +41,15 @@ struct Listener {
     token: Option<Secret>,
 }
 
-/// Starts every enabled flow of `config`; they run until `shutdown` turns true. Fails before
+/// Starts every enabled flow of `config`; they run until `shutdown` turns true or its sender
+/// is dropped. `shutdown` is a [`Shutdown`] or a `watch::Receiver<bool>`. Fails before
 /// starting anything when there is no enabled flow, a cluster's TLS files cannot be read, or
 /// the HTTP listener cannot be set up.
 pub fn spawn(
     config: Config,
-    shutdown: watch::Receiver<bool>,
+    shutdown: impl Into<Shutdown>,
 ) -> std::result::Result<Engine, ReplicatorError> {
+    let shutdown: Shutdown = shutdown.into();
     let flows = enabled_flows(&config)?;
     for c in config.clusters.values() {
         check_supported(&config.origin, c).map_err(ReplicatorError::Cluster)?;
@@ -88,8 +91,8 @@ pub fn spawn(
     })
 }
 
-/// Runs every enabled flow of `config` until `shutdown` turns true.
-pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+/// Runs every enabled flow of `config` until `shutdown` turns true (or its sender is dropped).
+pub async fn run(config: Config, shutdown: impl Into<Shutdown>) -> Result<()> {
     let engine = spawn(config, shutdown).map_err(ReplicatorError::into_error)?;
     engine
         .done
@@ -179,7 +182,7 @@ fn spawn_memberships(
     config: &Arc<Config>,
     flows: &[FlowConfig],
     owners: &BTreeMap<String, Arc<Ownership>>,
-    shutdown: &watch::Receiver<bool>,
+    shutdown: &Shutdown,
 ) -> JoinSet<Result<()>> {
     let mut members = JoinSet::new();
     for (target, own) in owners {
@@ -197,14 +200,14 @@ fn spawn_memberships(
             instance: membership::instance_name(),
         };
         let (own, config, target) = (own.clone(), config.clone(), target.clone());
-        let mut shutdown = shutdown.clone();
+        let shutdown = shutdown.clone();
         members.spawn(async move {
             // Connect only once the flows reached their clusters (a refused password or
             // certificate is then reported once, by the flow).
-            if !own.wait_reported(&cfg.flows, &mut shutdown).await {
+            if !own.wait_reported(&cfg.flows, &shutdown).await {
                 return Ok(());
             }
-            let Some(cluster) = connect(&config, &target, &mut shutdown).await? else {
+            let Some(cluster) = connect(&config, &target, &shutdown).await? else {
                 return Ok(());
             };
             membership::run(cluster, cfg, own, shutdown).await;
@@ -222,7 +225,7 @@ struct FlowTask {
     reverse: bool,
     config: Arc<Config>,
     observer: Arc<Observer>,
-    shutdown: watch::Receiver<bool>,
+    shutdown: Shutdown,
 }
 
 impl FlowTask {
@@ -256,20 +259,18 @@ impl FlowTask {
             reverse,
             config,
             observer: obs,
-            mut shutdown,
+            shutdown,
         } = self;
         let name = flow.name();
         let o = Some(obs.clone());
         let end = Some((name.as_str(), Side::Source));
-        let Some(source) = connect_observed(&config, &flow.source, &mut shutdown, o, end).await?
-        else {
+        let Some(source) = connect_observed(&config, &flow.source, &shutdown, o, end).await? else {
             return Ok(());
         };
         obs.connected(&name, Side::Source, true);
         let o = Some(obs.clone());
         let end = Some((name.as_str(), Side::Target));
-        let Some(target) = connect_observed(&config, &flow.target, &mut shutdown, o, end).await?
-        else {
+        let Some(target) = connect_observed(&config, &flow.target, &shutdown, o, end).await? else {
             return Ok(());
         };
         obs.connected(&name, Side::Target, true);
@@ -292,7 +293,8 @@ impl FlowTask {
         if let Some(own) = &own {
             f = f.with_ownership(own.clone());
         }
-        let result = f.run(shutdown).await;
+        // The flow's loop takes the channel itself (a dropped `Replicator` sends `true`).
+        let result = f.run(shutdown.receiver()).await;
         if let Some(sync) = sync {
             sync.abort();
             let _ = sync.await;
@@ -306,7 +308,7 @@ fn serve_http(
     listener: Listener,
     observer: &Arc<Observer>,
     status: &BTreeMap<String, watch::Receiver<FlowStatus>>,
-    shutdown: &watch::Receiver<bool>,
+    shutdown: &Shutdown,
 ) -> SocketAddr {
     let mut server = observe::http::Server::new(observer.clone(), status.clone());
     if let Some(token) = listener.token {
