@@ -12,7 +12,8 @@ use support::data::watermarks;
 use support::kafka::start_kafka;
 use support::{consume_all, create_topic, produce_records, topic_name, Codec, TestRecord};
 
-/// The example's binary, built by `cargo test` (or here, if a single test target was asked).
+/// The example's binary, built here every time (a no-op when fresh): `cargo test --test embed`
+/// does not build examples, and a binary left from an older build would be run otherwise.
 fn example_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let profile_dir = exe
@@ -20,13 +21,11 @@ fn example_binary() -> PathBuf {
         .and_then(|deps| deps.parent())
         .expect("target profile directory");
     let bin = profile_dir.join("examples").join("embed");
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "embed"])
-            .status()
-            .expect("cargo build --example embed");
-        assert!(status.success(), "the example does not build");
-    }
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--example", "embed"])
+        .status()
+        .expect("cargo build --example embed");
+    assert!(status.success(), "the example does not build");
     bin
 }
 
