@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
 
 use super::groups;
 use super::lists::{self, ListKind, Lists};
@@ -110,11 +111,20 @@ impl Duties {
     }
 
     /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a
-    /// restart does not write them again.
-    /// `shutdown` is a [`Shutdown`] or the flow's `watch::Receiver<bool>`; a closed channel
-    /// stops it too.
-    pub async fn run(mut self, shutdown: impl Into<Shutdown>) {
-        let shutdown: Shutdown = shutdown.into();
+    /// restart does not write them again. `shutdown` is a [`Shutdown`] or the flow's
+    /// `watch::Receiver<bool>`; a closed channel stops it too. Logs in a `duties` span naming
+    /// the flow and its clusters.
+    pub async fn run(self, shutdown: impl Into<Shutdown>) {
+        let span = tracing::info_span!(
+            "duties",
+            flow = %self.name(),
+            source = %self.cfg.source,
+            target = %self.cfg.target
+        );
+        self.run_until(shutdown.into()).instrument(span).await
+    }
+
+    async fn run_until(mut self, shutdown: Shutdown) {
         let name = self.name();
         let checkpoints = self.cfg.emit_checkpoints || self.cfg.sync_group_offsets;
         let every = if self.cfg.emit_checkpoints {

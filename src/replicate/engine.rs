@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::membership::{self, MembershipConfig, Ownership};
 use super::status::FlowStatus;
@@ -201,18 +202,22 @@ fn spawn_memberships(
         };
         let (own, config, target) = (own.clone(), config.clone(), target.clone());
         let shutdown = shutdown.clone();
-        members.spawn(async move {
-            // Connect only once the flows reached their clusters (a refused password or
-            // certificate is then reported once, by the flow).
-            if !own.wait_reported(&cfg.flows, &shutdown).await {
-                return Ok(());
+        let span = tracing::info_span!("membership", cluster = %target, group = %cfg.group);
+        members.spawn(
+            async move {
+                // Connect only once the flows reached their clusters (a refused password or
+                // certificate is then reported once, by the flow).
+                if !own.wait_reported(&cfg.flows, &shutdown).await {
+                    return Ok(());
+                }
+                let Some(cluster) = connect(&config, &target, &shutdown).await? else {
+                    return Ok(());
+                };
+                membership::run(cluster, cfg, own, shutdown).await;
+                Ok(())
             }
-            let Some(cluster) = connect(&config, &target, &shutdown).await? else {
-                return Ok(());
-            };
-            membership::run(cluster, cfg, own, shutdown).await;
-            Ok(())
-        });
+            .instrument(span),
+        );
     }
     members
 }
@@ -239,14 +244,23 @@ impl FlowTask {
         let (obs, own) = (self.observer.clone(), self.own.clone());
         obs.register_flow(&name, &self.flow.source, &self.flow.target);
         let task_name = name.clone();
-        tasks.spawn(async move {
-            let result = self.run(tx).await;
-            obs.stopped(&task_name, result.as_ref().err().map(|e| e.to_string()));
-            if let Some(own) = &own {
-                own.flow_done(&task_name);
+        let span = tracing::info_span!(
+            "flow",
+            flow = %name,
+            source = %self.flow.source,
+            target = %self.flow.target
+        );
+        tasks.spawn(
+            async move {
+                let result = self.run(tx).await;
+                obs.stopped(&task_name, result.as_ref().err().map(|e| e.to_string()));
+                if let Some(own) = &own {
+                    own.flow_done(&task_name);
+                }
+                result
             }
-            result
-        });
+            .instrument(span),
+        );
         (name, rx)
     }
 
@@ -287,7 +301,7 @@ impl FlowTask {
             own.clone(),
             obs.clone(),
         )
-        .map(|s| tokio::spawn(s.run(shutdown.clone())));
+        .map(|s| tokio::spawn(s.run(shutdown.clone()).in_current_span()));
         let mut f =
             flow::Flow::new(flow, source, target, reverse, rf, tx).with_observer(obs.clone());
         if let Some(own) = &own {
