@@ -38,10 +38,24 @@ impl Shutdown {
         let _ = rx.wait_for(|stop| *stop).await;
     }
 
-    /// The underlying receiver, for code that still takes a `watch::Receiver<bool>` (the
-    /// flow's loop). It does not see a closed channel as a stop by itself.
-    pub fn receiver(&self) -> watch::Receiver<bool> {
-        self.rx.clone()
+    /// A `watch::Receiver<bool>` that turns `true` when this stops, either way (`true` sent or
+    /// the sender dropped), for code that still takes a receiver (the flow's loop). Spawns a
+    /// small task on the current tokio runtime that ends with the stop, or when every such
+    /// receiver is gone.
+    pub fn to_watch(&self) -> watch::Receiver<bool> {
+        let (tx, rx) = watch::channel(self.is_stopped());
+        if !self.is_stopped() {
+            let me = self.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = me.stopped() => {
+                        let _ = tx.send(true);
+                    }
+                    _ = tx.closed() => {}
+                }
+            });
+        }
+        rx
     }
 }
 
@@ -115,6 +129,27 @@ mod tests {
         assert!(resolves(&s).await);
         drop(tx);
         assert!(s.is_stopped());
+    }
+
+    #[tokio::test]
+    async fn its_watch_receiver_turns_true_when_the_sender_is_dropped() {
+        let (tx, s) = Shutdown::channel();
+        let mut rx = s.to_watch();
+        assert!(!*rx.borrow());
+        drop(tx);
+        let turned = tokio::time::timeout(Duration::from_secs(1), rx.wait_for(|v| *v)).await;
+        assert!(turned.is_ok_and(|r| r.is_ok()));
+        // Made after the stop: true at once.
+        assert!(*s.to_watch().borrow());
+    }
+
+    #[tokio::test]
+    async fn its_watch_receiver_turns_true_on_true() {
+        let (tx, s) = Shutdown::channel();
+        let mut rx = s.to_watch();
+        let _ = tx.send(true);
+        let turned = tokio::time::timeout(Duration::from_secs(1), rx.wait_for(|v| *v)).await;
+        assert!(turned.is_ok_and(|r| r.is_ok()));
     }
 
     #[tokio::test]

@@ -214,3 +214,75 @@ fn dropping_a_running_replicator_stops_its_flows_and_nothing_spins() {
     // The embedder's runtime still works.
     assert_eq!(rt.block_on(async { 7 }), 7);
 }
+
+/// The engine's stop channel closed without `true` ever sent (its sender dropped, as a program
+/// that loses it would): every flow, its duties, topic sync and the group membership stop, the
+/// engine's task ends, and nothing keeps running.
+#[test]
+fn a_closed_stop_channel_stops_the_engine_and_nothing_spins() {
+    let a = start_kafka("closed-a");
+    let b = start_kafka("closed-b");
+    let topic = topic_name("closed");
+    create_topic(&a.bootstrap(), &topic, 2);
+    let batch = |from: usize| -> Vec<TestRecord> {
+        (from..from + 100)
+            .map(|i| TestRecord::kv(format!("k{i}"), format!("v{i}")))
+            .collect()
+    };
+    produce_records(&a.bootstrap(), &topic, &batch(0), Codec::None);
+    let config = strait::config::parse_toml(
+        &format!(
+            "instance_group = \"{}\"\n[clusters.a]\nbootstrap_servers = \"{}\"\n\
+             [clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{topic}\"]\n\
+             refresh_topics_interval_secs = 1\nemit_checkpoints = true\n\
+             sync_topic_configs = true\n",
+            topic_name("g"),
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+        "closed.toml",
+    )
+    .expect("config");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (stop, shutdown) = strait::Shutdown::channel();
+    let engine = rt
+        .block_on(async { strait::replicate::spawn(config, shutdown) })
+        .expect("start");
+    let remote = format!("a.{topic}");
+    let copied = |b: &str| -> i64 { watermarks(b, &remote).iter().map(|w| w.1).sum() };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while copied(&b.bootstrap()) < 100 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flow copied nothing"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(stop);
+    let ended =
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), engine.done).await });
+    assert!(
+        matches!(ended, Ok(Ok(Ok(())))),
+        "the engine did not end cleanly after its stop channel closed: {ended:?}"
+    );
+    let before = process_cpu_seconds();
+    std::thread::sleep(Duration::from_secs(5));
+    let idle = process_cpu_seconds() - before;
+    eprintln!("after the channel closed the process used {idle:.3} CPU-s in 5 s");
+    produce_records(&a.bootstrap(), &topic, &batch(100), Codec::None);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        copied(&b.bootstrap()),
+        100,
+        "records written after the stop were copied: the flow still runs"
+    );
+    assert!(
+        idle < 0.5,
+        "the process used {idle:.2} CPU-s in 5 s after the stop: a task spins"
+    );
+}

@@ -307,8 +307,8 @@ impl FlowTask {
         if let Some(own) = &own {
             f = f.with_ownership(own.clone());
         }
-        // The flow's loop takes the channel itself (a dropped `Replicator` sends `true`).
-        let result = f.run(shutdown.receiver()).await;
+        // The flow's loop takes a receiver: one that also turns true on a closed channel.
+        let result = f.run(shutdown.to_watch()).await;
         if let Some(sync) = sync {
             sync.abort();
             let _ = sync.await;
