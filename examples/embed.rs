@@ -7,7 +7,8 @@
 //!
 //! `CONFIG` is a strait configuration (TOML or `mm2.properties`), `FLOW` the flow to run
 //! (`source->target`). The gateway stops the flow once it has copied something and caught up
-//! (lag 0), or after `SECONDS` (default 60), and prints what it saw.
+//! (lag 0), or after `SECONDS` (default 60), and prints what it saw, with the flow's series
+//! read through [`Replicator::metrics`] (no HTTP listener: a gateway exports them itself).
 
 use std::time::Duration;
 
@@ -78,8 +79,24 @@ async fn run(config: &str, flow: &str, limit: Duration) -> Result<(), strait::Re
     if !caught_up {
         println!("flow {flow} did not catch up within {limit:?}");
     }
+    report_metrics(&replicator, flow);
     work.abort();
     replicator.shutdown().await?;
     println!("flow {flow} stopped cleanly");
     Ok(())
+}
+
+/// What a gateway would export: the flow's totals (typed) and one line of the Prometheus text,
+/// read in process.
+fn report_metrics(replicator: &Replicator, flow: &str) {
+    let metrics = replicator.metrics();
+    let snapshot = metrics.snapshot();
+    let records = snapshot.total("strait_replication_records_total", &[("flow", flow)]);
+    let bytes = snapshot.total("strait_replication_bytes_total", &[("flow", flow)]);
+    println!("metrics: flow {flow} records {records} bytes {bytes}");
+    let text = metrics.render_prometheus();
+    let prefix = format!("strait_replication_records_total{{flow=\"{flow}\"");
+    if let Some(line) = text.lines().find(|l| l.starts_with(&prefix)) {
+        println!("metrics line: {line}");
+    }
 }

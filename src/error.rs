@@ -169,9 +169,44 @@ impl<E: Into<ErrorKind>> From<E> for Error {
     }
 }
 
-impl fmt::Display for Error {
+impl Context {
+    /// A partition of a cluster: cluster, topic and partition set.
+    pub fn of_partition(cluster: &str, topic: &str, partition: i32) -> Context {
+        Context {
+            cluster: Some(cluster.to_string()),
+            topic: Some(topic.to_string()),
+            partition: Some(partition),
+            ..Context::default()
+        }
+    }
+
+    /// With the offset set.
+    pub fn at(mut self, offset: i64) -> Context {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// One line: the context, then `what`, as an [`Error`] with this context reads
+    /// (`cluster a, topic t, partition 0, offset 5: what`); `what` alone when nothing is set.
+    pub fn line(&self, what: impl fmt::Display) -> String {
+        if self.is_empty() {
+            what.to_string()
+        } else {
+            format!("{self}: {what}")
+        }
+    }
+
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        self == &Context::default()
+    }
+}
+
+/// The fields set, in the order cluster, broker, topic, partition, offset:
+/// `cluster a, topic t, partition 0, offset 5`.
+impl fmt::Display for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.context;
+        let c = self;
         let mut parts = Vec::new();
         if let Some(v) = &c.cluster {
             parts.push(format!("cluster {v}"));
@@ -188,10 +223,16 @@ impl fmt::Display for Error {
         if let Some(v) = c.offset {
             parts.push(format!("offset {v}"));
         }
-        if parts.is_empty() {
+        f.write_str(&parts.join(", "))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.context.is_empty() {
             write!(f, "{}", self.kind)
         } else {
-            write!(f, "{}: {}", parts.join(", "), self.kind)
+            write!(f, "{}: {}", self.context, self.kind)
         }
     }
 }
@@ -199,5 +240,32 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.kind.source()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_and_a_context_line_read_the_same() {
+        let e = Error::invalid("partition stopped")
+            .cluster("a")
+            .partition("orders", 3)
+            .offset(150);
+        let line = Context::of_partition("a", "orders", 3)
+            .at(150)
+            .line("partition stopped");
+        assert_eq!(
+            e.to_string(),
+            "cluster a, topic orders, partition 3, offset 150: partition stopped"
+        );
+        assert_eq!(line, e.to_string());
+        assert_eq!(
+            Error::invalid("x").cluster("b").topic("t").to_string(),
+            "cluster b, topic t: x"
+        );
+        assert_eq!(Error::invalid("bare").to_string(), "bare");
+        assert_eq!(Context::default().line("bare"), "bare");
     }
 }

@@ -31,6 +31,8 @@
 //! The documented API:
 //! - [`Replicator`] and [`ReplicatorBuilder`]: start flows, read and follow their status, stop
 //!   them.
+//! - [`Metrics`]: the series `/metrics` serves, read in process ([`Replicator::metrics`]).
+//! - [`Shutdown`]: the stop signal the engine's loops wait on (a closed channel is a stop).
 //! - [`config`]: the configuration model, [`config::load`] and [`config::validate`].
 //! - [`status`]: the status documents (the same as the REST API's `/api/status`).
 //! - [`ReplicatorError`], and [`Error`] for a cluster's error (it names cluster, broker, topic,
@@ -78,6 +80,7 @@ pub mod replicate;
 mod replicator;
 pub mod sasl;
 pub mod secret;
+mod shutdown;
 pub mod status;
 mod tls;
 
@@ -93,4 +96,6 @@ pub mod local_kafka;
 pub mod local_mm2;
 
 pub use error::{Context, Error, ErrorKind, Result};
-pub use replicator::{Replicator, ReplicatorBuilder, ReplicatorError};
+pub use metrics::{MetricSample, MetricValue};
+pub use replicator::{Metrics, MetricsSnapshot, Replicator, ReplicatorBuilder, ReplicatorError};
+pub use shutdown::Shutdown;

@@ -344,6 +344,86 @@ impl Registry {
     }
 }
 
+/// One series of a metric family, as [`Registry::samples`] reads it (a typed form of one
+/// line of the exposition; a histogram as its count and sum).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct MetricSample {
+    /// The family's name (for example `strait_replication_records_total`).
+    pub name: String,
+    /// The series' labels, in the order the exposition shows them.
+    pub labels: Vec<(String, String)>,
+    /// Its value.
+    pub value: MetricValue,
+}
+
+impl MetricSample {
+    /// The value of label `key`, if the series has it.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The value of one series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum MetricValue {
+    /// A counter: only goes up.
+    Counter(u64),
+    /// A gauge.
+    Gauge(f64),
+    /// A histogram: how many observations, and their sum.
+    Histogram {
+        /// Number of observations.
+        count: u64,
+        /// Sum of the observations.
+        sum: f64,
+    },
+}
+
+impl MetricValue {
+    /// The value as a number: a counter's or gauge's value, a histogram's count.
+    pub fn as_f64(&self) -> f64 {
+        match *self {
+            MetricValue::Counter(c) => c as f64,
+            MetricValue::Gauge(g) => g,
+            MetricValue::Histogram { count, .. } => count as f64,
+        }
+    }
+}
+
+impl Registry {
+    /// Every series of every family, sorted as [`Registry::encode`] sorts them.
+    pub fn samples(&self) -> Vec<MetricSample> {
+        let families = self.families.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        for (name, f) in families.iter() {
+            for (labels, value) in f.series.values() {
+                let value = match value {
+                    Value::Counter(c) => MetricValue::Counter(*c),
+                    Value::Gauge(g) => MetricValue::Gauge(*g),
+                    Value::Histogram(h) => MetricValue::Histogram {
+                        count: h.count,
+                        sum: h.sum,
+                    },
+                };
+                out.push(MetricSample {
+                    name: name.to_string(),
+                    labels: labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.clone()))
+                        .collect(),
+                    value,
+                });
+            }
+        }
+        out
+    }
+}
+
 /// A float as Prometheus expects it (`+Inf`, `-Inf`, `NaN`, otherwise shortest round-trip).
 pub fn number(v: f64) -> String {
     if v.is_nan() {

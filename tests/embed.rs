@@ -12,7 +12,8 @@ use support::data::watermarks;
 use support::kafka::start_kafka;
 use support::{consume_all, create_topic, produce_records, topic_name, Codec, TestRecord};
 
-/// The example's binary, built by `cargo test` (or here, if a single test target was asked).
+/// The example's binary, built here every time (a no-op when fresh): `cargo test --test embed`
+/// does not build examples, and a binary left from an older build would be run otherwise.
 fn example_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let profile_dir = exe
@@ -20,13 +21,11 @@ fn example_binary() -> PathBuf {
         .and_then(|deps| deps.parent())
         .expect("target profile directory");
     let bin = profile_dir.join("examples").join("embed");
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "embed"])
-            .status()
-            .expect("cargo build --example embed");
-        assert!(status.success(), "the example does not build");
-    }
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--example", "embed"])
+        .status()
+        .expect("cargo build --example embed");
+    assert!(status.success(), "the example does not build");
     bin
 }
 
@@ -74,6 +73,34 @@ fn the_embedding_example_runs_a_flow_and_stops_it() {
     assert!(copied_count.is_some_and(|n| n >= 300), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("flow edge->central stopped cleanly"),
+        "{stdout}"
+    );
+    // The series read through `Replicator::metrics()`, without a listener: typed totals ...
+    let totals: Vec<u64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics: flow edge->central records "))
+        .map(|rest| {
+            rest.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        matches!(totals[..], [records, bytes] if records >= 300 && bytes > 0),
+        "{stdout}"
+    );
+    // ... and a line of the same Prometheus text `/metrics` serves, with a count above 0.
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics line: "))
+        .unwrap_or_default();
+    let value: f64 = line
+        .rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    assert!(
+        line.starts_with("strait_replication_records_total{flow=\"edge->central\"") && value > 0.0,
         "{stdout}"
     );
 
@@ -186,4 +213,76 @@ fn dropping_a_running_replicator_stops_its_flows_and_nothing_spins() {
     );
     // The embedder's runtime still works.
     assert_eq!(rt.block_on(async { 7 }), 7);
+}
+
+/// The engine's stop channel closed without `true` ever sent (its sender dropped, as a program
+/// that loses it would): every flow, its duties, topic sync and the group membership stop, the
+/// engine's task ends, and nothing keeps running.
+#[test]
+fn a_closed_stop_channel_stops_the_engine_and_nothing_spins() {
+    let a = start_kafka("closed-a");
+    let b = start_kafka("closed-b");
+    let topic = topic_name("closed");
+    create_topic(&a.bootstrap(), &topic, 2);
+    let batch = |from: usize| -> Vec<TestRecord> {
+        (from..from + 100)
+            .map(|i| TestRecord::kv(format!("k{i}"), format!("v{i}")))
+            .collect()
+    };
+    produce_records(&a.bootstrap(), &topic, &batch(0), Codec::None);
+    let config = strait::config::parse_toml(
+        &format!(
+            "instance_group = \"{}\"\n[clusters.a]\nbootstrap_servers = \"{}\"\n\
+             [clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"{topic}\"]\n\
+             refresh_topics_interval_secs = 1\nemit_checkpoints = true\n\
+             sync_topic_configs = true\n",
+            topic_name("g"),
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+        "closed.toml",
+    )
+    .expect("config");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (stop, shutdown) = strait::Shutdown::channel();
+    let engine = rt
+        .block_on(async { strait::replicate::spawn(config, shutdown) })
+        .expect("start");
+    let remote = format!("a.{topic}");
+    let copied = |b: &str| -> i64 { watermarks(b, &remote).iter().map(|w| w.1).sum() };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while copied(&b.bootstrap()) < 100 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flow copied nothing"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(stop);
+    let ended =
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), engine.done).await });
+    assert!(
+        matches!(ended, Ok(Ok(Ok(())))),
+        "the engine did not end cleanly after its stop channel closed: {ended:?}"
+    );
+    let before = process_cpu_seconds();
+    std::thread::sleep(Duration::from_secs(5));
+    let idle = process_cpu_seconds() - before;
+    eprintln!("after the channel closed the process used {idle:.3} CPU-s in 5 s");
+    produce_records(&a.bootstrap(), &topic, &batch(100), Codec::None);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        copied(&b.bootstrap()),
+        100,
+        "records written after the stop were copied: the flow still runs"
+    );
+    assert!(
+        idle < 0.5,
+        "the process used {idle:.2} CPU-s in 5 s after the stop: a task spins"
+    );
 }

@@ -51,10 +51,11 @@ pub async fn probe(
             }
             if at.elapsed() > grace {
                 return Err(Error::invalid(format!(
-                    "cluster {}, topic {topic}: only {seen} of {} records arrived within {grace:?} after the producer stopped",
-                    cluster.name(),
+                    "only {seen} of {} records arrived within {grace:?} after the producer stopped",
                     producer.produced.load(Ordering::Acquire)
-                )));
+                ))
+                .cluster(cluster.name())
+                .topic(topic));
             }
         }
         let mut by_leader: BTreeMap<i32, Vec<FetchPartitionSpec>> = BTreeMap::new();

@@ -319,10 +319,11 @@ async fn create(cluster: &Cluster, topic: &str, opts: &BenchOptions) -> Result<(
         .await
         .map_err(|e| e.topic(topic))?;
     if !created {
-        return Err(Error::invalid(format!(
-            "cluster {}, topic {topic}: already exists; the bench needs a fresh topic (--topic)",
-            cluster.name()
-        )));
+        return Err(
+            Error::invalid("already exists; the bench needs a fresh topic (--topic)")
+                .cluster(cluster.name())
+                .topic(topic),
+        );
     }
     // Apache Kafka answers CreateTopics before every leader knows it leads the new partitions
     // (NotLeaderOrFollower for a moment): wait until each answers ListOffsets (retried).
@@ -333,10 +334,7 @@ async fn create(cluster: &Cluster, topic: &str, opts: &BenchOptions) -> Result<(
         match cluster.list_offsets(topic, &parts, LATEST).await {
             Ok(_) => return Ok(()),
             Err(e) if Instant::now() < deadline => {
-                tracing::debug!(
-                    "cluster {}, topic {topic}: not ready yet: {e}",
-                    cluster.name()
-                );
+                tracing::debug!(cluster = %cluster.name(), %topic, "not ready yet: {e}");
                 cluster.invalidate(topic);
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }

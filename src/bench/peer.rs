@@ -227,10 +227,11 @@ async fn wait_for_topic(target: &Cluster, topic: &str, partitions: i32) -> Resul
             }
         }
         if Instant::now() > deadline {
-            return Err(Error::invalid(format!(
-                "cluster {}, topic {topic}: MirrorMaker 2 did not create it within 90 s",
-                target.name()
-            )));
+            return Err(
+                Error::invalid("MirrorMaker 2 did not create it within 90 s")
+                    .cluster(target.name())
+                    .topic(topic),
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -5,15 +5,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use strait::client::{Cluster, EARLIEST, LATEST};
+use strait::client::{Cluster, FetchRead, EARLIEST, LATEST};
 use strait::config::{Config, FlowConfig, FlowMode};
 use strait::mirror::{
     lag, offsets_mode, GroupFilters, LinkSettings, MirrorAction, MirrorCommand,
     MirrorPartitionStatus, MirrorRecord, MirrorState,
 };
 use strait::offsets::OffsetMap;
-use strait::protocol::error_code;
-use strait::protocol::fetch::{FetchLimits, FetchPartitionSpec};
 use strait::records::batch::{split, Entry};
 use strait::replicate::mirrors::{self, ControlView};
 use strait::replicate::store;
@@ -331,25 +329,12 @@ async fn timestamps(
     partition: i32,
     offset: i64,
 ) -> Option<(i64, i64)> {
-    let (leader, epoch) = cluster.leader(topic, partition).await.ok()?;
-    let spec = FetchPartitionSpec {
-        topic: topic.into(),
-        partition,
-        offset,
-        current_leader_epoch: epoch,
-        last_fetched_epoch: -1,
-        max_bytes: 64 << 10,
-    };
-    let limits = FetchLimits {
-        max_wait_ms: 0,
-        max_bytes: 64 << 10,
-        ..FetchLimits::default()
-    };
-    let resp = cluster.fetch(leader, &[spec], &limits).await.ok()?;
-    let p = resp.partitions.into_iter().next()?;
-    if p.error_code != error_code::NONE {
-        return None;
-    }
+    let read = FetchRead::at(offset).max_bytes(64 << 10);
+    let p = cluster
+        .partition(topic, partition)
+        .fetch_once(read)
+        .await
+        .ok()?;
     let mut first = None;
     let mut last = None;
     for e in split(p.records) {

@@ -45,9 +45,10 @@ async fn translated(args: &OffsetsArgs) -> Result<(Cluster, Vec<(String, i32, i6
         .collect();
     if offsets.is_empty() {
         return Err(Error::invalid(format!(
-            "cluster {}: no checkpoint for group {:?} from cluster {} (is the flow {}->{} running with the group in its lists?)",
-            args.target, args.group, args.source, args.source, args.target
-        )));
+            "no checkpoint for group {:?} from cluster {} (is the flow {}->{} running with the group in its lists?)",
+            args.group, args.source, args.source, args.target
+        ))
+        .cluster(&args.target));
     }
     Ok((target, offsets))
 }
@@ -85,9 +86,10 @@ pub async fn failover(args: &OffsetsArgs) -> Result<String> {
     let active = groups::active_members(&target, &args.group).await?;
     if active > 0 {
         return Err(Error::invalid(format!(
-            "cluster {}: group {:?} has {active} active member(s); stop its consumers on {} before failing over",
-            args.target, args.group, args.target
-        )));
+            "group {:?} has {active} active member(s); stop its consumers on {} before failing over",
+            args.group, args.target
+        ))
+        .cluster(&args.target));
     }
     if !args.dry_run {
         groups::commit(&target, &args.group, &offsets).await?;

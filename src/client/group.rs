@@ -165,11 +165,13 @@ impl<'a> GroupClient<'a> {
                     .collect(),
             });
         }
-        Err(GroupFailure::Error(Error::invalid(format!(
-            "cluster {}: group {}: the coordinator kept asking for a member id",
-            self.cluster.name(),
-            self.group
-        ))))
+        Err(GroupFailure::Error(
+            Error::invalid(format!(
+                "group {}: the coordinator kept asking for a member id",
+                self.group
+            ))
+            .cluster(self.cluster.name()),
+        ))
     }
 
     /// SyncGroup: the leader passes every member's assignment; everyone gets their own.

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod cluster;
 pub mod connection;
 pub mod group;
+pub mod partition;
 pub mod transport;
 
 pub use admin::{AclBinding, ConfigOp};
@@ -11,4 +12,5 @@ pub use cluster::{
     Cluster, ClusterConfig, Lane, PendingFetch, PendingProduce, Route, EARLIEST, LATEST,
 };
 pub use connection::{Connection, ConnectionConfig, PendingResponse};
+pub use partition::{FetchRead, PartitionClient};
 pub use transport::TlsClient;

@@ -17,9 +17,10 @@ use tokio::sync::{watch, Semaphore};
 
 use super::api::{FlowGroupsDoc, FlowsDoc, GroupsDoc};
 use super::series::SAMPLE_EVERY_MS;
-use super::{parse_vm_rss, Observer};
+use super::{process_rss, Observer};
 use crate::replicate::status::FlowStatus;
 use crate::replicate::store::now_ms;
+use crate::Shutdown;
 
 /// Largest request head (request line and headers) accepted.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
@@ -269,17 +270,15 @@ impl Server {
                 headers: Vec::new(),
                 body: PAGE.as_bytes().to_vec(),
             },
-            "/metrics" => {
-                let rss = std::fs::read_to_string("/proc/self/status")
-                    .ok()
-                    .and_then(|s| parse_vm_rss(&s));
-                Response {
-                    status: 200,
-                    content_type: "text/plain; version=0.0.4; charset=utf-8",
-                    headers: Vec::new(),
-                    body: self.observer.exposition(&self.statuses(), rss).into_bytes(),
-                }
-            }
+            "/metrics" => Response {
+                status: 200,
+                content_type: "text/plain; version=0.0.4; charset=utf-8",
+                headers: Vec::new(),
+                body: self
+                    .observer
+                    .exposition(&self.statuses(), process_rss())
+                    .into_bytes(),
+            },
             "/health" => Response::json(200, &serde_json::json!({ "status": "up" })),
             "/ready" => {
                 let doc = self.observer.status_doc(&self.statuses(), now_ms(), false);
@@ -389,7 +388,7 @@ impl Server {
 
     /// Accepts connections on `listener` and samples the flows' series every few seconds,
     /// until `shutdown` turns true.
-    pub async fn run(self: Arc<Self>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+    pub async fn run(self: Arc<Self>, listener: TcpListener, shutdown: impl Into<Shutdown>) {
         self.run_with(listener, shutdown, |s| async move { Ok(s) })
             .await
     }
@@ -400,27 +399,28 @@ impl Server {
     pub async fn run_with<W, Fut, S>(
         self: Arc<Self>,
         listener: TcpListener,
-        mut shutdown: watch::Receiver<bool>,
+        shutdown: impl Into<Shutdown>,
         wrap: W,
     ) where
         W: Fn(TcpStream) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::io::Result<S>> + Send + 'static,
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let shutdown: Shutdown = shutdown.into();
         let wrap = Arc::new(wrap);
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         // The charts' samples are taken by a task of their own: a busy or stalled server never
         // delays them.
         let sampler = {
             let me = self.clone();
-            let mut shutdown = shutdown.clone();
+            let shutdown = shutdown.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_millis(SAMPLE_EVERY_MS as u64));
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tokio::select! {
                         _ = tick.tick() => me.observer.sample(&me.statuses(), now_ms()),
-                        _ = shutdown.changed() => return,
+                        _ = shutdown.stopped() => return,
                     }
                 }
             })
@@ -455,7 +455,7 @@ impl Server {
                         drop(permit);
                     });
                 }
-                _ = shutdown.changed() => break,
+                _ = shutdown.stopped() => break,
             }
         }
         sampler.abort();

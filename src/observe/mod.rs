@@ -477,6 +477,22 @@ impl Observer {
     /// The Prometheus exposition: lag gauges from `statuses`, the process RSS when known, and
     /// everything recorded.
     pub fn exposition(&self, statuses: &[FlowStatus], rss_bytes: Option<u64>) -> String {
+        self.refresh_gauges(statuses, rss_bytes);
+        self.registry.encode()
+    }
+
+    /// The series of [`Observer::exposition`], typed.
+    pub fn samples(
+        &self,
+        statuses: &[FlowStatus],
+        rss_bytes: Option<u64>,
+    ) -> Vec<crate::metrics::MetricSample> {
+        self.refresh_gauges(statuses, rss_bytes);
+        self.registry.samples()
+    }
+
+    /// Sets the lag gauges from `statuses` and the process RSS when known.
+    fn refresh_gauges(&self, statuses: &[FlowStatus], rss_bytes: Option<u64>) {
         for s in statuses {
             let (source, target) = self.ends(&s.name);
             self.registry
@@ -500,7 +516,6 @@ impl Observer {
         if let Some(rss) = rss_bytes {
             self.registry.gauge_set(names::RSS, H_RSS, &[], rss as f64);
         }
-        self.registry.encode()
     }
 
     /// The `/api/status` document; `series` includes the samples of the last minutes.
@@ -623,6 +638,13 @@ fn flow_doc(s: &FlowStatus, facts: Option<&FlowFacts>, with_series: bool) -> Flo
             _ => Vec::new(),
         },
     }
+}
+
+/// This process's resident memory in bytes (Linux; `None` elsewhere).
+pub fn process_rss() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| parse_vm_rss(&s))
 }
 
 /// Resident memory in bytes from the text of `/proc/self/status` (its `VmRSS:` line, in kB).

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 use super::group_sync::{self, MirrorSync, Rewind};
 use super::groups;
@@ -27,6 +28,7 @@ use crate::mm2;
 use crate::naming::ReplicationPolicy;
 use crate::observe::{Observer, Side};
 use crate::offsets::{OffsetMap, Translation};
+use crate::Shutdown;
 
 /// The acknowledged offset maps of the partitions the data path runs: (source topic,
 /// partition) → (target topic, map).
@@ -134,8 +136,20 @@ impl Duties {
     }
 
     /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a
-    /// restart does not write them again.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    /// restart does not write them again. `shutdown` is a [`Shutdown`] or the flow's
+    /// `watch::Receiver<bool>`; a closed channel stops it too. Logs in a `duties` span naming
+    /// the flow and its clusters.
+    pub async fn run(self, shutdown: impl Into<Shutdown>) {
+        let span = tracing::info_span!(
+            "duties",
+            flow = %self.name(),
+            source = %self.cfg.source,
+            target = %self.cfg.target
+        );
+        self.run_until(shutdown.into()).instrument(span).await
+    }
+
+    async fn run_until(mut self, shutdown: Shutdown) {
         let name = self.name();
         let checkpoints = self.cfg.emit_checkpoints || self.cfg.sync_group_offsets;
         let every = if self.cfg.emit_checkpoints {
@@ -150,7 +164,7 @@ impl Duties {
             .mirror
             .as_ref()
             .map(|m| Instant::now() + m.borrow().every);
-        while !*shutdown.borrow() {
+        while !shutdown.is_stopped() {
             let now = Instant::now();
             if let Some(next) = next_mirror_sync.as_mut() {
                 *next = self.mirror_sync(now, *next).await;
@@ -201,7 +215,7 @@ impl Duties {
             };
             tokio::select! {
                 _ = tokio::time::sleep_until(wake.into()) => {}
-                r = shutdown.changed() => if r.is_err() { return },
+                _ = shutdown.stopped() => {}
                 true = settings_changed => next_mirror_sync = Some(Instant::now()),
             }
         }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::membership::{self, MembershipConfig, Ownership};
 use super::status::FlowStatus;
@@ -19,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::observe::{self, Observer, Side};
 use crate::replicator::ReplicatorError;
 use crate::secret::{Secret, SecretSource};
+use crate::Shutdown;
 
 /// Running flows: their status, and the task that ends when they all stopped.
 pub struct Engine {
@@ -40,13 +42,15 @@ struct Listener {
     token: Option<Secret>,
 }
 
-/// Starts every enabled flow of `config`; they run until `shutdown` turns true. Fails before
+/// Starts every enabled flow of `config`; they run until `shutdown` turns true or its sender
+/// is dropped. `shutdown` is a [`Shutdown`] or a `watch::Receiver<bool>`. Fails before
 /// starting anything when there is no enabled flow, a cluster's TLS files cannot be read, or
 /// the HTTP listener cannot be set up.
 pub fn spawn(
     config: Config,
-    shutdown: watch::Receiver<bool>,
+    shutdown: impl Into<Shutdown>,
 ) -> std::result::Result<Engine, ReplicatorError> {
+    let shutdown: Shutdown = shutdown.into();
     let flows = enabled_flows(&config)?;
     for c in config.clusters.values() {
         check_supported(&config.origin, c).map_err(ReplicatorError::Cluster)?;
@@ -88,8 +92,8 @@ pub fn spawn(
     })
 }
 
-/// Runs every enabled flow of `config` until `shutdown` turns true.
-pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+/// Runs every enabled flow of `config` until `shutdown` turns true (or its sender is dropped).
+pub async fn run(config: Config, shutdown: impl Into<Shutdown>) -> Result<()> {
     let engine = spawn(config, shutdown).map_err(ReplicatorError::into_error)?;
     engine
         .done
@@ -179,7 +183,7 @@ fn spawn_memberships(
     config: &Arc<Config>,
     flows: &[FlowConfig],
     owners: &BTreeMap<String, Arc<Ownership>>,
-    shutdown: &watch::Receiver<bool>,
+    shutdown: &Shutdown,
 ) -> JoinSet<Result<()>> {
     let mut members = JoinSet::new();
     for (target, own) in owners {
@@ -197,19 +201,23 @@ fn spawn_memberships(
             instance: membership::instance_name(),
         };
         let (own, config, target) = (own.clone(), config.clone(), target.clone());
-        let mut shutdown = shutdown.clone();
-        members.spawn(async move {
-            // Connect only once the flows reached their clusters (a refused password or
-            // certificate is then reported once, by the flow).
-            if !own.wait_reported(&cfg.flows, &mut shutdown).await {
-                return Ok(());
+        let shutdown = shutdown.clone();
+        let span = tracing::info_span!("membership", cluster = %target, group = %cfg.group);
+        members.spawn(
+            async move {
+                // Connect only once the flows reached their clusters (a refused password or
+                // certificate is then reported once, by the flow).
+                if !own.wait_reported(&cfg.flows, &shutdown).await {
+                    return Ok(());
+                }
+                let Some(cluster) = connect(&config, &target, &shutdown).await? else {
+                    return Ok(());
+                };
+                membership::run(cluster, cfg, own, shutdown).await;
+                Ok(())
             }
-            let Some(cluster) = connect(&config, &target, &mut shutdown).await? else {
-                return Ok(());
-            };
-            membership::run(cluster, cfg, own, shutdown).await;
-            Ok(())
-        });
+            .instrument(span),
+        );
     }
     members
 }
@@ -222,7 +230,7 @@ struct FlowTask {
     reverse: bool,
     config: Arc<Config>,
     observer: Arc<Observer>,
-    shutdown: watch::Receiver<bool>,
+    shutdown: Shutdown,
 }
 
 impl FlowTask {
@@ -236,14 +244,23 @@ impl FlowTask {
         let (obs, own) = (self.observer.clone(), self.own.clone());
         obs.register_flow(&name, &self.flow.source, &self.flow.target);
         let task_name = name.clone();
-        tasks.spawn(async move {
-            let result = self.run(tx).await;
-            obs.stopped(&task_name, result.as_ref().err().map(|e| e.to_string()));
-            if let Some(own) = &own {
-                own.flow_done(&task_name);
+        let span = tracing::info_span!(
+            "flow",
+            flow = %name,
+            source = %self.flow.source,
+            target = %self.flow.target
+        );
+        tasks.spawn(
+            async move {
+                let result = self.run(tx).await;
+                obs.stopped(&task_name, result.as_ref().err().map(|e| e.to_string()));
+                if let Some(own) = &own {
+                    own.flow_done(&task_name);
+                }
+                result
             }
-            result
-        });
+            .instrument(span),
+        );
         (name, rx)
     }
 
@@ -256,20 +273,18 @@ impl FlowTask {
             reverse,
             config,
             observer: obs,
-            mut shutdown,
+            shutdown,
         } = self;
         let name = flow.name();
         let o = Some(obs.clone());
         let end = Some((name.as_str(), Side::Source));
-        let Some(source) = connect_observed(&config, &flow.source, &mut shutdown, o, end).await?
-        else {
+        let Some(source) = connect_observed(&config, &flow.source, &shutdown, o, end).await? else {
             return Ok(());
         };
         obs.connected(&name, Side::Source, true);
         let o = Some(obs.clone());
         let end = Some((name.as_str(), Side::Target));
-        let Some(target) = connect_observed(&config, &flow.target, &mut shutdown, o, end).await?
-        else {
+        let Some(target) = connect_observed(&config, &flow.target, &shutdown, o, end).await? else {
             return Ok(());
         };
         obs.connected(&name, Side::Target, true);
@@ -286,13 +301,14 @@ impl FlowTask {
             own.clone(),
             obs.clone(),
         )
-        .map(|s| tokio::spawn(s.run(shutdown.clone())));
+        .map(|s| tokio::spawn(s.run(shutdown.clone()).in_current_span()));
         let mut f =
             flow::Flow::new(flow, source, target, reverse, rf, tx).with_observer(obs.clone());
         if let Some(own) = &own {
             f = f.with_ownership(own.clone());
         }
-        let result = f.run(shutdown).await;
+        // The flow's loop takes a receiver: one that also turns true on a closed channel.
+        let result = f.run(shutdown.clone()).await;
         if let Some(sync) = sync {
             sync.abort();
             let _ = sync.await;
@@ -306,7 +322,7 @@ fn serve_http(
     listener: Listener,
     observer: &Arc<Observer>,
     status: &BTreeMap<String, watch::Receiver<FlowStatus>>,
-    shutdown: &watch::Receiver<bool>,
+    shutdown: &Shutdown,
 ) -> SocketAddr {
     let mut server = observe::http::Server::new(observer.clone(), status.clone());
     if let Some(token) = listener.token {

@@ -38,7 +38,7 @@ use super::pump::{Command, PartView, PathView, Pump, PumpEnds, PumpEvent, PumpHa
 use super::status::{FlowStatus, MemberStatus, MirrorStatus};
 use super::store;
 use crate::assignment::WorkItem;
-use crate::client::{Cluster, LATEST};
+use crate::client::{Cluster, FetchRead, LATEST};
 use crate::config::{FlowConfig, FlowMode, NamingPolicy};
 use crate::error::{Error, Result};
 use crate::filter::{topic_should_replicate, NameFilter, TopicDecision};
@@ -49,7 +49,8 @@ use crate::naming::ReplicationPolicy;
 use crate::observe::{Observer, Side};
 use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
-use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, FetchedPartition};
+use crate::protocol::fetch::FetchedPartition;
+use crate::Shutdown;
 
 /// Configs whose effective value is copied even when it is the source broker's default: what
 /// records the remote topic keeps, how large they may be and whose timestamps they carry must
@@ -337,7 +338,8 @@ impl Flow {
 
     /// Runs until `shutdown` turns true (or its sender is gone), then stops the pump after
     /// the answers in flight, persists progress and returns.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<()> {
+    pub async fn run(mut self, shutdown: impl Into<Shutdown>) -> Result<()> {
+        let shutdown: Shutdown = shutdown.into();
         let name = self.name();
         tracing::info!(flow = %name, "starting");
         let (positions, position_requests) = PositionsHandle::channel();
@@ -364,7 +366,7 @@ impl Flow {
                     self.obs.error(&name, "setup");
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                        _ = shutdown.changed() => {
+                        _ = shutdown.stopped() => {
                             self.pump.drain().await;
                             return Ok(());
                         }
@@ -384,7 +386,7 @@ impl Flow {
             Due::OffsetSync,
             now + self.cfg.offset_sync_interval.min(Duration::from_secs(5)),
         );
-        while !*shutdown.borrow() {
+        while !shutdown.is_stopped() {
             self.control_round().await;
             let now = Instant::now();
             let wake = self
@@ -395,12 +397,7 @@ impl Flow {
             let event = tokio::select! {
                 e = self.pump.events.recv() => e,
                 _ = tokio::time::sleep_until(wake.into()) => None,
-                r = shutdown.changed() => {
-                    if r.is_err() {
-                        break; // the sender is gone: nobody can stop us later
-                    }
-                    None
-                }
+                _ = shutdown.stopped() => None,
             };
             if let Some(e) = event {
                 self.take_event(e).await;
@@ -572,7 +569,7 @@ impl Flow {
     /// mirror flows.
     fn start_duties(
         &mut self,
-        shutdown: &watch::Receiver<bool>,
+        shutdown: &Shutdown,
         positions: PositionsHandle,
     ) -> Option<tokio::task::JoinHandle<()>> {
         if let Some(m) = &self.mirror {
@@ -661,7 +658,10 @@ impl Flow {
             max_bytes: self.cfg.fetch_max_bytes,
             isolation,
         };
-        fetch_partition(&self.source, topic, partition, read).await
+        self.source
+            .partition(topic, partition)
+            .fetch_once(read)
+            .await
     }
 
     /// Topics whose partitions move no data now (paused mirrors).
@@ -677,60 +677,4 @@ impl Flow {
                 .collect(),
         }
     }
-}
-
-/// What [`fetch_partition`] reads.
-struct FetchRead {
-    /// Where.
-    offset: i64,
-    /// The leader epoch of the batch read before `offset` (-1: none).
-    last_fetched_epoch: i32,
-    /// How much at most.
-    max_bytes: i32,
-    /// READ_COMMITTED or READ_UNCOMMITTED.
-    isolation: i8,
-}
-
-/// One partition of `cluster` as `read` says (no wait). A partition error names the cluster,
-/// topic, partition and offset; a diverging epoch is left in the answer.
-async fn fetch_partition(
-    cluster: &Cluster,
-    topic: &str,
-    partition: i32,
-    read: FetchRead,
-) -> Result<FetchedPartition> {
-    let FetchRead {
-        offset,
-        last_fetched_epoch,
-        max_bytes,
-        isolation,
-    } = read;
-    let (leader, epoch) = cluster.leader(topic, partition).await?;
-    let spec = FetchPartitionSpec {
-        topic: topic.into(),
-        partition,
-        offset,
-        current_leader_epoch: epoch,
-        last_fetched_epoch,
-        max_bytes,
-    };
-    let limits = FetchLimits {
-        max_wait_ms: 0,
-        max_bytes,
-        isolation_level: isolation,
-        ..FetchLimits::default()
-    };
-    let resp = cluster.fetch(leader, &[spec], &limits).await?;
-    let p = resp
-        .partitions
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::invalid("empty fetch response"))?;
-    if p.error_code != error_code::NONE {
-        return Err(Error::broker(p.error_code, None)
-            .cluster(cluster.name())
-            .partition(topic, partition)
-            .offset(offset));
-    }
-    Ok(p)
 }

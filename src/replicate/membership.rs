@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 use crate::assignment::{
     assign, Assignment, MemberMetadata, WorkItem, PROTOCOL_NAME, PROTOCOL_TYPE,
@@ -24,6 +24,7 @@ use crate::client::group::{GroupClient, GroupError, GroupFailure, GroupTimings};
 use crate::client::Cluster;
 use crate::replicate::lists::CONTROL_TOPIC;
 use crate::replicate::store;
+use crate::Shutdown;
 
 /// The group id of the instances sharing one target cluster.
 pub fn group_id(instance_group: &str, target_alias: &str) -> String {
@@ -198,13 +199,9 @@ impl Ownership {
 
     /// Waits until every flow reported (or stopped); false if `shutdown` came first or every
     /// flow stopped without reporting.
-    pub async fn wait_reported(
-        &self,
-        flows: &[String],
-        shutdown: &mut watch::Receiver<bool>,
-    ) -> bool {
+    pub async fn wait_reported(&self, flows: &[String], shutdown: &Shutdown) -> bool {
         loop {
-            if *shutdown.borrow() {
+            if shutdown.is_stopped() {
                 return false;
             }
             if self.all_done(flows) {
@@ -216,7 +213,7 @@ impl Ownership {
             tokio::select! {
                 _ = self.changed.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-                _ = shutdown.changed() => {}
+                _ = shutdown.stopped() => {}
             }
         }
     }
@@ -365,7 +362,7 @@ pub async fn run(
     target: Arc<Cluster>,
     cfg: MembershipConfig,
     own: Arc<Ownership>,
-    shutdown: watch::Receiver<bool>,
+    shutdown: Shutdown,
 ) {
     let mut m = Member {
         target: &target,
@@ -376,7 +373,7 @@ pub async fn run(
         client: None,
     };
     // Ends on shutdown, or when every flow stopped by itself (for example a refused password).
-    while !*m.shutdown.borrow() && !m.own.all_done(&m.cfg.flows) {
+    while !m.shutdown.is_stopped() && !m.own.all_done(&m.cfg.flows) {
         if !m.ready_to_join().await || !m.connect().await {
             continue;
         }
@@ -395,7 +392,7 @@ struct Member<'a> {
     target: &'a Cluster,
     cfg: MembershipConfig,
     own: Arc<Ownership>,
-    shutdown: watch::Receiver<bool>,
+    shutdown: Shutdown,
     /// Empty until the coordinator gave one (and after it dropped this member).
     member_id: String,
     /// The coordinator's connection; `None` until connected and after it broke.
@@ -429,7 +426,7 @@ impl<'a> Member<'a> {
         tokio::select! {
             _ = self.own.changed.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = self.shutdown.changed() => {}
+            _ = self.shutdown.stopped() => {}
         }
         false
     }
@@ -448,7 +445,7 @@ impl<'a> Member<'a> {
                 tracing::warn!(group = %self.cfg.group, "cannot reach the group coordinator: {e}");
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = self.shutdown.changed() => {}
+                    _ = self.shutdown.stopped() => {}
                 }
                 false
             }
@@ -541,11 +538,14 @@ impl<'a> Member<'a> {
     async fn hold(&mut self, g: Generation) -> After {
         let heartbeat_every = (self.cfg.timings.session_timeout / 5).min(Duration::from_secs(1));
         let mut written: Option<BTreeSet<WorkItem>> = None;
+        // Once stopping, the stop no longer wakes the loop (it would at once, every time):
+        // heartbeats go on at their pace until the flows are done.
+        let mut stopping = self.shutdown.is_stopped();
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(heartbeat_every) => {}
                 _ = self.own.changed.notified() => {}
-                _ = self.shutdown.changed() => {}
+                _ = self.shutdown.stopped(), if !stopping => stopping = true,
             }
             if self.own.all_done(&self.cfg.flows) {
                 return After::Done;

@@ -57,7 +57,7 @@ pub async fn control_end(target: &Cluster) -> Result<i64> {
     if target.topic(CONTROL_TOPIC).await?.is_none() {
         return Ok(0);
     }
-    Ok(target.list_offsets(CONTROL_TOPIC, &[0], LATEST).await?[0].1)
+    target.partition(CONTROL_TOPIC, 0).list_offset(LATEST).await
 }
 
 async fn put(target: &Cluster, key: String, value: Vec<u8>, replication_factor: i16) -> Result<()> {

@@ -32,12 +32,11 @@ pub mod topic_sync;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-
 use crate::client::{Cluster, ClusterConfig, ConnectionConfig, TlsClient};
 use crate::config::{ClusterSettings, Config};
 use crate::error::{Error, Result};
 use crate::observe::{Observer, Side};
+use crate::Shutdown;
 
 pub use engine::{run, spawn, Engine};
 
@@ -98,7 +97,7 @@ pub async fn connect_once(config: &Config, alias: &str) -> Result<Cluster> {
 pub async fn connect(
     config: &Config,
     alias: &str,
-    shutdown: &mut watch::Receiver<bool>,
+    shutdown: &Shutdown,
 ) -> Result<Option<Arc<Cluster>>> {
     connect_observed(config, alias, shutdown, None, None).await
 }
@@ -108,7 +107,7 @@ pub async fn connect(
 pub async fn connect_observed(
     config: &Config,
     alias: &str,
-    shutdown: &mut watch::Receiver<bool>,
+    shutdown: &Shutdown,
     observer: Option<Arc<Observer>>,
     flow: Option<(&str, Side)>,
 ) -> Result<Option<Arc<Cluster>>> {
@@ -129,7 +128,7 @@ pub async fn connect_observed(
                 tracing::error!(cluster = %alias, "cannot reach the cluster, retrying in {backoff:?}: {e}");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
-                    _ = shutdown.changed() => return Ok(None),
+                    _ = shutdown.stopped() => return Ok(None),
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(30));
             }

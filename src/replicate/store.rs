@@ -7,10 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use crate::client::{Cluster, EARLIEST, LATEST};
-use crate::error::{Error, Result};
-use crate::protocol::error_code;
-use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec};
+use crate::client::{Cluster, FetchRead, EARLIEST, LATEST};
+use crate::error::Result;
 use crate::records::record::{decode_records, encode_batch, BatchHeaderFields, Record};
 use crate::records::{split, Compression, Entry, HeaderRewrite, RecordBatch};
 
@@ -132,34 +130,15 @@ pub async fn read_entries(
     topic: &str,
     partition: i32,
 ) -> Result<(i64, Vec<Entry>)> {
-    let start = cluster.list_offsets(topic, &[partition], EARLIEST).await?[0].1;
-    let end = cluster.list_offsets(topic, &[partition], LATEST).await?[0].1;
+    let part = cluster.partition(topic, partition);
+    let start = part.list_offset(EARLIEST).await?;
+    let end = part.list_offset(LATEST).await?;
     let mut out = Vec::new();
     let mut offset = start;
     while offset < end {
-        let (leader, epoch) = cluster.leader(topic, partition).await?;
-        let spec = FetchPartitionSpec {
-            topic: topic.into(),
-            partition,
-            offset,
-            current_leader_epoch: epoch,
-            last_fetched_epoch: -1,
-            max_bytes: 4 << 20,
-        };
-        let limits = FetchLimits {
-            max_wait_ms: 0,
-            ..FetchLimits::default()
-        };
-        let resp = cluster.fetch(leader, &[spec], &limits).await?;
-        let Some(p) = resp.partitions.into_iter().next() else {
-            break;
-        };
-        if p.error_code != error_code::NONE {
-            return Err(Error::broker(p.error_code, None)
-                .cluster(cluster.name())
-                .partition(topic, partition)
-                .offset(offset));
-        }
+        let p = part
+            .fetch_once(FetchRead::at(offset).max_bytes(4 << 20))
+            .await?;
         let before = offset;
         for entry in split(p.records) {
             let entry = entry?;

@@ -33,13 +33,12 @@
 
 use std::collections::HashMap;
 
-use crate::client::{Cluster, EARLIEST, LATEST};
+use crate::client::{Cluster, FetchRead, EARLIEST, LATEST};
 use crate::error::{Error, Result};
 use crate::forward::SourceOffsets;
 use crate::mm2::{offset_syncs_topic, OffsetSync};
 use crate::offsets::OffsetMap;
-use crate::protocol::error_code;
-use crate::protocol::fetch::{FetchLimits, FetchPartitionSpec, READ_UNCOMMITTED};
+use crate::protocol::fetch::READ_UNCOMMITTED;
 use crate::records::legacy::decode_legacy;
 use crate::records::record::records;
 use crate::records::{split, Entry};
@@ -324,17 +323,18 @@ pub async fn take_over(source: &Cluster, target: &Cluster, p: Partition<'_>) -> 
         )));
     };
     let (topic, partition) = (p.topic, p.partition);
-    let s_start = source.list_offsets(topic, &[partition], EARLIEST).await?[0].1;
-    let s_end = source.list_offsets(topic, &[partition], LATEST).await?[0].1;
+    let source_part = source.partition(topic, partition);
+    let s_start = source_part.list_offset(EARLIEST).await?;
+    let s_end = source_part.list_offset(LATEST).await?;
     if committed < s_start || committed >= s_end {
         return Ok(Outcome::Unproven(format!(
             "MirrorMaker 2's last replicated record, source offset {committed}, is not on the source partition (offsets {s_start}..{s_end})"
         )));
     }
     let t_start = target
-        .list_offsets(p.remote, &[partition], EARLIEST)
-        .await?[0]
-        .1;
+        .partition(p.remote, partition)
+        .list_offset(EARLIEST)
+        .await?;
     if p.target_end <= t_start {
         return Ok(Outcome::Unproven(format!(
             "MirrorMaker 2 committed source offset {committed} but the remote partition holds no record (offsets {t_start}..{}): was it deleted or created again?",
@@ -484,36 +484,16 @@ async fn read_window(
     let mut w = Window::default();
     let mut offset = from;
     while offset < to {
-        let (leader, epoch) = cluster.leader(topic, partition).await?;
-        let spec = FetchPartitionSpec {
-            topic: topic.into(),
-            partition,
-            offset,
-            current_leader_epoch: epoch,
-            last_fetched_epoch: -1,
-            max_bytes: p.fetch_max_bytes,
-        };
-        let limits = FetchLimits {
-            max_wait_ms: 0,
-            max_bytes: p.fetch_max_bytes,
-            isolation_level: READ_UNCOMMITTED,
-            ..FetchLimits::default()
-        };
-        let resp = cluster.fetch(leader, &[spec], &limits).await?;
-        let fetched = resp
-            .partitions
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::invalid("empty fetch response"))?;
         let at = offset;
         let ctx = |e: Error| {
             e.cluster(cluster.name())
                 .partition(topic, partition)
                 .offset(at)
         };
-        if fetched.error_code != error_code::NONE {
-            return Err(ctx(Error::broker(fetched.error_code, None)));
-        }
+        let read = FetchRead::at(offset)
+            .max_bytes(p.fetch_max_bytes)
+            .isolation(READ_UNCOMMITTED);
+        let fetched = cluster.partition(topic, partition).fetch_once(read).await?;
         let before = offset;
         for entry in split(fetched.records) {
             let entry = entry.map_err(|e| ctx(Error::from(e)))?;

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
-use tokio::sync::watch;
 
 use super::flow::{EFFECTIVE_CONFIGS, REPLICABLE_CONFIGS};
 use super::lists::{self, ListKind, Lists};
@@ -33,6 +32,7 @@ use crate::filter::{topic_should_replicate, NameFilter};
 use crate::naming::ReplicationPolicy;
 use crate::observe::Observer;
 use crate::protocol::error_code;
+use crate::Shutdown;
 
 /// Topic configs MirrorMaker 2 never syncs by default (`DefaultConfigPropertyFilter`'s
 /// `config.properties.exclude`); strait does not sync them either.
@@ -171,7 +171,7 @@ impl TopicSync {
     }
 
     /// Runs until `shutdown` turns true.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(mut self, shutdown: Shutdown) {
         let start = Instant::now();
         let first = |on: bool, every: Duration| on.then(|| start + every.min(FIRST_PASS));
         let mut next_configs = first(
@@ -179,7 +179,7 @@ impl TopicSync {
             self.cfg.sync_topic_configs_interval,
         );
         let mut next_acls = first(self.cfg.sync_topic_acls, self.cfg.sync_topic_acls_interval);
-        while !*shutdown.borrow() {
+        while !shutdown.is_stopped() {
             if next_configs.is_some_and(|t| Instant::now() >= t) {
                 if self.active() {
                     if let Err(e) = self.sync_configs().await {
@@ -203,7 +203,7 @@ impl TopicSync {
             };
             tokio::select! {
                 _ = tokio::time::sleep_until(wake.into()) => {}
-                _ = shutdown.changed() => {}
+                _ = shutdown.stopped() => {}
             }
         }
     }

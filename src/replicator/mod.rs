@@ -5,8 +5,9 @@
 //! [`crate::config::validate`]); [`ReplicatorBuilder::start`] starts the flows on the current
 //! tokio runtime and returns a [`Replicator`]: its [`status`](Replicator::status) is the same
 //! document as the REST API's `/api/status`, [`subscribe`](Replicator::subscribe) follows its
-//! changes, and [`shutdown`](Replicator::shutdown) stops every flow after persisting what the
-//! target acknowledged.
+//! changes, [`metrics`](Replicator::metrics) reads the series `/metrics` serves (without a
+//! listener), and [`shutdown`](Replicator::shutdown) stops every flow after persisting what
+//! the target acknowledged.
 //!
 //! Every fallible step returns a [`ReplicatorError`], whose variants tell apart an invalid
 //! configuration (with the key), an unknown flow name, an HTTP listener that cannot be set up,
@@ -35,13 +36,16 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
 mod error;
+mod metrics;
 
 pub use error::ReplicatorError;
+pub use metrics::{Metrics, MetricsSnapshot};
 
 use crate::config::{self, Config};
 use crate::observe::api::StatusDoc;
 use crate::observe::Observer;
 use crate::replicate::status::FlowStatus;
+use crate::Shutdown;
 
 /// How often the status is rebuilt when no flow reported a change (connections coming and
 /// going are noticed this late at most).
@@ -106,15 +110,17 @@ impl ReplicatorBuilder {
             }
         }
         config::validate(&config)?;
-        let (stop, stop_rx) = watch::channel(false);
+        let (stop, stop_rx) = Shutdown::channel();
         let engine = crate::replicate::spawn(config, stop_rx.clone())?;
         let flows: Vec<watch::Receiver<FlowStatus>> = engine.status.values().cloned().collect();
         let observer = engine.observer.clone();
         let first = observer.status_doc(&current(&flows), crate::replicate::store::now_ms(), false);
         let (status_tx, status) = watch::channel(first);
+        let metrics = Metrics::new(observer.clone(), flows.clone());
         tokio::spawn(follow_status(flows, observer, status_tx, stop_rx));
         Ok(Replicator {
             stop,
+            metrics,
             done: Some(engine.done),
             status,
             http: engine.http,
@@ -133,6 +139,7 @@ pub struct Replicator {
     /// The engine's task; taken by `shutdown`.
     done: Option<tokio::task::JoinHandle<crate::error::Result<()>>>,
     status: watch::Receiver<StatusDoc>,
+    metrics: Metrics,
     http: Option<SocketAddr>,
 }
 
@@ -157,6 +164,12 @@ impl Replicator {
     /// connections change.
     pub fn subscribe(&self) -> watch::Receiver<StatusDoc> {
         self.status.clone()
+    }
+
+    /// The series strait records, as `/metrics` serves them, without an HTTP listener:
+    /// [`Metrics::render_prometheus`] for the text, [`Metrics::snapshot`] for typed values.
+    pub fn metrics(&self) -> Metrics {
+        self.metrics.clone()
     }
 
     /// Where the status page, `/metrics` and the REST API are served, if asked for.
@@ -206,7 +219,7 @@ async fn follow_status(
     flows: Vec<watch::Receiver<FlowStatus>>,
     observer: Arc<Observer>,
     tx: watch::Sender<StatusDoc>,
-    mut stop: watch::Receiver<bool>,
+    stop: Shutdown,
 ) {
     let changed = Arc::new(Notify::new());
     for mut rx in flows.iter().cloned() {
@@ -218,7 +231,7 @@ async fn follow_status(
         });
     }
     loop {
-        let stopping = *stop.borrow();
+        let stopping = stop.is_stopped();
         let doc = observer.status_doc(&current(&flows), crate::replicate::store::now_ms(), false);
         tx.send_if_modified(|old| {
             let moved = old.ready != doc.ready || old.flows != doc.flows;
@@ -231,7 +244,7 @@ async fn follow_status(
         tokio::select! {
             _ = changed.notified() => {}
             _ = tokio::time::sleep(STATUS_TICK) => {}
-            _ = stop.changed() => {}
+            _ = stop.stopped() => {}
         }
     }
 }

@@ -479,13 +479,17 @@ impl Flow {
         let mut out = Vec::new();
         let mut offset = from;
         while offset < end {
-            let read = super::FetchRead {
+            let read = crate::client::FetchRead {
                 offset,
                 last_fetched_epoch: -1,
                 max_bytes: self.cfg.fetch_max_bytes,
                 isolation: READ_UNCOMMITTED,
             };
-            let p = super::fetch_partition(&self.target, topic, partition, read).await?;
+            let p = self
+                .target
+                .partition(topic, partition)
+                .fetch_once(read)
+                .await?;
             let before = offset;
             for entry in split(p.records.clone()) {
                 match entry {

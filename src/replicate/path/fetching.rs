@@ -2,6 +2,7 @@
 //! answers become (batches queued for the target, errors, positions out of range).
 
 use super::*;
+use crate::error::Context;
 use crate::forward::plan::Outgoing;
 use crate::forward::PartitionPlanner;
 use crate::protocol::error_code;
@@ -241,7 +242,7 @@ impl DataPath {
                     // The source topic may have been deleted: the refresh finds out soon.
                     self.events.push_back(Event::RefreshTopics);
                 }
-                tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: fetch error {}", key.0, key.1, error_code::name(code));
+                tracing::warn!(flow = %flow, cluster = %src, topic = %key.0, partition = key.1, offset = at, "fetch error {}", error_code::name(code));
                 self.stats.push_back(Stat::Retry {
                     side: Side::Source,
                     kind: "fetch_partition",
@@ -279,7 +280,7 @@ impl DataPath {
                             Ok(None) => {}
                             Err(e) => {
                                 let first = first_source_offset(&out);
-                                tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {first}: re-compression failed ({e}); the batch goes as it came", key.0, key.1);
+                                tracing::warn!(flow = %flow, cluster = %src, topic = %key.0, partition = key.1, offset = first, "re-compression failed ({e}); the batch goes as it came");
                             }
                         }
                     }
@@ -295,10 +296,9 @@ impl DataPath {
                 n
             }
             Err(e) => {
-                let msg = format!(
-                    "cluster {src}, topic {}, partition {}, offset {at}: {e}; partition stopped",
-                    key.0, key.1
-                );
+                let msg = Context::of_partition(src, &key.0, key.1)
+                    .at(at)
+                    .line(format_args!("{e}; partition stopped"));
                 tracing::error!(flow = %flow, "{msg}");
                 self.stats.push_back(Stat::Error { kind: "plan" });
                 st.failed = Some(msg);
@@ -325,12 +325,12 @@ impl DataPath {
         let start = match start {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: offset out of range, and the log start cannot be read: {e}", key.0, key.1);
+                tracing::warn!(flow = %flow, cluster = %src, topic = %key.0, partition = key.1, offset = at, "offset out of range, and the log start cannot be read: {e}");
                 return;
             }
         };
         if start > at {
-            tracing::error!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}", key.0, key.1);
+            tracing::error!(flow = %flow, cluster = %src, topic = %key.0, partition = key.1, offset = at, "records {at}..{start} were deleted by retention before they could be replicated; continuing at {start}");
             st.lost_records += (start - at) as u64;
             *self.lost.entry(key.clone()).or_default() += (start - at) as u64;
             self.stats.push_back(Stat::Lost {
@@ -346,7 +346,7 @@ impl DataPath {
             // leader election), or the topic was deleted and created again. Confirmed by a
             // few answers in a row, the partition stops.
             st.beyond_end += 1;
-            tracing::warn!(flow = %flow, "cluster {src}, topic {}, partition {}, offset {at}: beyond the end of the source log (log start {start}, answer {} in a row)", key.0, key.1, st.beyond_end);
+            tracing::warn!(flow = %flow, cluster = %src, topic = %key.0, partition = key.1, offset = at, "beyond the end of the source log (log start {start}, answer {} in a row)", st.beyond_end);
             if st.beyond_end >= BEYOND_END_STOP {
                 self.events.push_back(Event::BeyondEnd(key.clone()));
             }
@@ -384,9 +384,9 @@ pub fn diverged_message(
 ) -> String {
     let (topic, partition, offset) = at;
     let from = d.end_offset.min(offset);
-    format!(
-        "cluster {src}, topic {topic}, partition {partition}, offset {offset}: the source log diverged at offset {from} from what strait read (leader epoch {} ends there on the leader; strait read up to epoch {read_epoch}): an unclean leader election truncated the log; the {} records strait read from offset {from} on are no longer in the source, and its records at those offsets are other ones; partition stopped so that no offset is copied twice with another meaning",
+    Context::of_partition(src, topic, partition).at(offset).line(format_args!(
+        "the source log diverged at offset {from} from what strait read (leader epoch {} ends there on the leader; strait read up to epoch {read_epoch}): an unclean leader election truncated the log; the {} records strait read from offset {from} on are no longer in the source, and its records at those offsets are other ones; partition stopped so that no offset is copied twice with another meaning",
         d.epoch,
         offset - from,
-    )
+    ))
 }

@@ -222,7 +222,7 @@ impl PartState {
         let mode = offsets_mode(&self.map, true);
         if mode != OffsetsMode::Identical {
             self.identical = false;
-            tracing::warn!(flow = %flow, topic = %self.target_topic, partition = self.partition, "cluster {target}, topic {}, partition {}: offsets are now {mode}; consumer offsets are translated through the offset map", self.target_topic, self.partition);
+            tracing::warn!(flow = %flow, cluster = %target, topic = %self.target_topic, partition = self.partition, "offsets are now {mode}; consumer offsets are translated through the offset map");
         }
     }
 

@@ -3,6 +3,7 @@
 
 use super::outcome::{classify, Outcome};
 use super::*;
+use crate::error::Context;
 use crate::protocol::error_code;
 use crate::protocol::produce::{ProducePartition, ProducedPartition};
 
@@ -282,7 +283,7 @@ impl DataPath {
             // the partition.
             Outcome::ResendFromOldest => {
                 st.sequence_retries += 1;
-                tracing::warn!(flow = %flow, "cluster {tgt}, topic {}, partition {}: OutOfOrderSequenceNumber, resending from the oldest unacknowledged batch (attempt {})", st.target_topic, k.1, st.sequence_retries);
+                tracing::warn!(flow = %flow, cluster = %tgt, topic = %st.target_topic, partition = k.1, "OutOfOrderSequenceNumber, resending from the oldest unacknowledged batch (attempt {})", st.sequence_retries);
                 st.rewind();
                 None
             }
@@ -294,13 +295,11 @@ impl DataPath {
             Outcome::Stop => {
                 let code = error.unwrap_or(-1);
                 let offset = st.queue.front().map(first_source_offset).unwrap_or(-1);
-                let msg = format!(
-                    "cluster {tgt}, topic {}, partition {}, source offset {offset}: broker refused the batch: {}{}; partition stopped",
-                    st.target_topic,
-                    k.1,
+                let msg = Context::of_partition(tgt, &st.target_topic, k.1).line(format_args!(
+                    "broker refused the batch of source offset {offset}: {}{}; partition stopped",
                     error_code::name(code),
                     message.map(|m| format!(" ({m})")).unwrap_or_default()
-                );
+                ));
                 tracing::error!(flow = %flow, "{msg}");
                 self.stats.push_back(Stat::Error {
                     kind: "produce_refused",
@@ -319,7 +318,7 @@ impl DataPath {
                     // The remote topic may be gone: the topic refresh finds out soon.
                     self.events.push_back(Event::RefreshTopics);
                 }
-                tracing::warn!(flow = %flow, "cluster {tgt}, topic {}, partition {}: produce error {}, resending", st.target_topic, k.1, error_code::name(code));
+                tracing::warn!(flow = %flow, cluster = %tgt, topic = %st.target_topic, partition = k.1, "produce error {}, resending", error_code::name(code));
                 self.stats.push_back(Stat::Retry {
                     side: Side::Target,
                     kind: "produce_partition",
@@ -346,7 +345,7 @@ impl DataPath {
         let expected = st.map.target_next();
         let base = if base >= 0 { base } else { expected };
         if base > expected && !mirrored {
-            tracing::warn!(flow = %flow, "cluster {tgt}, topic {}, partition {}: {} records at target offsets {expected}..{base} were written by someone else", st.target_topic, k.1, base - expected);
+            tracing::warn!(flow = %flow, cluster = %tgt, topic = %st.target_topic, partition = k.1, "{} records at target offsets {expected}..{base} were written by someone else", base - expected);
         }
         // Mirror topics are read-only: a foreign write stops the partition, and an identical
         // mirror must land every batch at its source offset.
@@ -354,23 +353,23 @@ impl DataPath {
         let broken = if !mirrored {
             None
         } else if base != expected {
-            Some(format!(
-                "cluster {tgt}, topic {}, partition {}: {} records at offsets {expected}..{base} were written by something other than strait while the topic is mirrored; partition stopped (promote or fail over the mirror to make the topic writable)",
-                st.target_topic, k.1, base - expected
-            ))
+            Some(Context::of_partition(tgt, &st.target_topic, k.1).line(format_args!(
+                "{} records at offsets {expected}..{base} were written by something other than strait while the topic is mirrored; partition stopped (promote or fail over the mirror to make the topic writable)",
+                base - expected
+            )))
         } else if st.identical && base != first {
-            Some(format!(
-                "cluster {tgt}, topic {}, partition {}: the batch of source offset {first} landed at offset {base}; identical offsets broken; partition stopped",
-                st.target_topic, k.1
-            ))
+            Some(Context::of_partition(tgt, &st.target_topic, k.1).line(format_args!(
+                "the batch of source offset {first} landed at offset {base}; identical offsets broken; partition stopped"
+            )))
         } else {
             None
         };
         if let Err(e) = record_acked(&mut st.map, &out, base) {
-            let msg = format!(
-                "cluster {tgt}, topic {}, partition {}, target offset {base}: the acknowledged batch does not fit the offset map ({e}); partition stopped",
-                st.target_topic, k.1
-            );
+            let msg = Context::of_partition(tgt, &st.target_topic, k.1)
+                .at(base)
+                .line(format_args!(
+                    "the acknowledged batch does not fit the offset map ({e}); partition stopped"
+                ));
             tracing::error!(flow = %flow, "{msg}");
             st.failed = Some(msg);
             st.rewind();
@@ -438,12 +437,9 @@ impl DataPath {
             } else {
                 format!("{MAX_FAILED_RESYNCS} Produce requests in a row failed")
             };
-            let msg = format!(
-                "cluster {tgt}, topic {}, partition {}, target offset {}: {what}; partition stopped",
-                st.target_topic,
-                k.1,
-                st.map.target_next()
-            );
+            let msg = Context::of_partition(tgt, &st.target_topic, k.1)
+                .at(st.map.target_next())
+                .line(format_args!("{what}; partition stopped"));
             tracing::error!(flow = %flow, "{msg}");
             self.stats.push_back(Stat::Error {
                 kind: "produce_refused",
@@ -453,7 +449,7 @@ impl DataPath {
             return;
         }
         if refused {
-            tracing::warn!(flow = %flow, "cluster {tgt}, topic {}, partition {}, target offset {}: the broker refused the producer sequence; reading the partition back to continue after what it holds", st.target_topic, k.1, st.map.target_next());
+            tracing::warn!(flow = %flow, cluster = %tgt, topic = %st.target_topic, partition = k.1, offset = st.map.target_next(), "the broker refused the producer sequence; reading the partition back to continue after what it holds");
         }
         self.stats.push_back(Stat::Retry {
             side: Side::Target,

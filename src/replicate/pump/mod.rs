@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 use super::duties::{PositionRequests, Positions};
 use super::membership::Ownership;
@@ -220,7 +221,8 @@ impl Pump {
             releases: Vec::new(),
             drain: None,
         };
-        tokio::spawn(pump.run());
+        // In the flow's span (flow, source, target), as its lookups are.
+        tokio::spawn(pump.run().in_current_span());
     }
 
     /// The loop: until the control actor asks it to stop (or is gone).
@@ -496,10 +498,13 @@ impl Pump {
         let (source, target) = (self.source.clone(), self.target.clone());
         let done = self.lookups.0.clone();
         let name = self.flow.clone();
-        tokio::spawn(async move {
-            let gone = look_up(&name, &source, &target, missing).await;
-            let _ = done.send(Lookup::Done { gone });
-        });
+        tokio::spawn(
+            async move {
+                let gone = look_up(&name, &source, &target, missing).await;
+                let _ = done.send(Lookup::Done { gone });
+            }
+            .in_current_span(),
+        );
     }
 
     /// Acts on what the data path reported: lookups start beside the pump, cached metadata is
@@ -510,7 +515,7 @@ impl Pump {
                 Event::LogStartWanted { key, at } => {
                     let source = self.source.clone();
                     let done = self.lookups.0.clone();
-                    tokio::spawn(async move {
+                    let read = async move {
                         let start = match source.list_offsets(&key.0, &[key.1], EARLIEST).await {
                             Ok(v) => v
                                 .first()
@@ -519,7 +524,8 @@ impl Pump {
                             Err(e) => Err(e.to_string()),
                         };
                         let _ = done.send(Lookup::LogStart { key, at, start });
-                    });
+                    };
+                    tokio::spawn(read.in_current_span());
                     continue;
                 }
                 Event::Recreated { key, was, now } => {
