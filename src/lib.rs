@@ -87,7 +87,7 @@ pub mod mm2;
 // Remote topic naming: tests/mm2_interop.rs.
 #[doc(hidden)]
 pub mod naming;
-// Metrics, the REST API and its HTTP server: `strait status`, the `http_head` fuzz target.
+// Metrics, the REST API and its HTTP server: `strait status`, the `http_request` fuzz target.
 #[doc(hidden)]
 pub mod observe;
 // Offset translation: `strait mirror`, tests/mm2_interop.rs, the `offset_map` fuzz target.
