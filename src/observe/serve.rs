@@ -179,15 +179,7 @@ mod tests {
     use super::*;
     use crate::replicate::status::FlowStatus;
 
-    struct Running {
-        addr: String,
-        observer: Arc<Observer>,
-        stop: watch::Sender<bool>,
-        task: tokio::task::JoinHandle<()>,
-        _status: watch::Sender<FlowStatus>,
-    }
-
-    async fn start() -> Running {
+    async fn start_with(tls: Option<TlsAcceptor>) -> Running {
         let observer = Arc::new(Observer::new());
         observer.register_flow("a->b", "a", "b");
         let (status, rx) = watch::channel(FlowStatus {
@@ -200,7 +192,7 @@ mod tests {
         let server = Arc::new(Server::new(observer.clone(), flows));
         let (listener, addr) = bind("127.0.0.1:0").unwrap();
         let (stop, shutdown) = watch::channel(false);
-        let task = tokio::spawn(server.run(listener, None, shutdown));
+        let task = tokio::spawn(server.run(listener, tls, shutdown));
         Running {
             addr: addr.to_string(),
             observer,
@@ -208,6 +200,18 @@ mod tests {
             task,
             _status: status,
         }
+    }
+
+    struct Running {
+        addr: String,
+        observer: Arc<Observer>,
+        stop: watch::Sender<bool>,
+        task: tokio::task::JoinHandle<()>,
+        _status: watch::Sender<FlowStatus>,
+    }
+
+    async fn start() -> Running {
+        start_with(None).await
     }
 
     async fn raw(addr: &str, request: &[u8]) -> String {
@@ -324,5 +328,70 @@ mod tests {
         assert!(observer.series_len("a->b") > before, "samples go on");
         stop.send(true).unwrap();
         task.await.unwrap();
+    }
+
+    /// Over TLS: connections that never finish their handshake neither delay `/health` nor
+    /// stay past [`HEADER_TIMEOUT`].
+    #[tokio::test]
+    async fn tls_handshakes_left_unfinished_neither_delay_health_nor_stay() {
+        let c = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let dir = std::env::temp_dir().join(format!("strait-serve-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("srv.crt"), dir.join("srv.key"));
+        std::fs::write(&cert, c.cert.pem()).unwrap();
+        std::fs::write(&key, c.signing_key.serialize_pem()).unwrap();
+        let config = crate::tls::server_config(&cert, &key).unwrap();
+        let Running {
+            addr, stop, task, ..
+        } = start_with(Some(TlsAcceptor::from(config))).await;
+        let mut idle = Vec::new();
+        for i in 0..200 {
+            let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            if i % 2 == 0 {
+                // The start of a ClientHello record.
+                c.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+                    .await
+                    .unwrap();
+            }
+            idle.push(c);
+        }
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(c.cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+        for _ in 0..5 {
+            let started = std::time::Instant::now();
+            let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+            let mut tls = connector.connect(name, tcp).await.unwrap();
+            tls.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = Vec::new();
+            let _ = tls.read_to_end(&mut out).await;
+            let text = String::from_utf8_lossy(&out);
+            assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+            assert!(
+                started.elapsed() < Duration::from_millis(500),
+                "{:?}",
+                started.elapsed()
+            );
+        }
+        tokio::time::sleep(HEADER_TIMEOUT + Duration::from_secs(1)).await;
+        for c in &mut idle {
+            let mut rest = Vec::new();
+            let closed =
+                tokio::time::timeout(Duration::from_secs(2), c.read_to_end(&mut rest)).await;
+            assert!(closed.is_ok(), "still open");
+        }
+        stop.send(true).unwrap();
+        task.await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
