@@ -598,13 +598,19 @@ fn hold_idle_connections(addr: &str, n: usize, stop: &AtomicBool) -> usize {
 #[test]
 fn health_answers_at_once_while_200_connections_idle() {
     let s = setup("idle-http");
+    // STRAIT_TEST_IDLE_CONNECTIONS=0: the same polling without them, for a baseline.
+    let held: usize = std::env::var("STRAIT_TEST_IDLE_CONNECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     let stop = Arc::new(AtomicBool::new(false));
     let holder = {
         let (addr, stop) = (s.http.clone(), stop.clone());
-        std::thread::spawn(move || hold_idle_connections(&addr, 200, &stop))
+        std::thread::spawn(move || hold_idle_connections(&addr, held, &stop))
     };
     std::thread::sleep(Duration::from_millis(500));
     let mut latencies = Vec::new();
+    let mut slow = Vec::new();
     let started = Instant::now();
     let mut i = 0;
     while started.elapsed() < Duration::from_secs(30) {
@@ -617,10 +623,9 @@ fn health_answers_at_once_while_200_connections_idle() {
             "/health #{i}: {answer:?} after {took:?}\n{}",
             s.strait.log()
         );
-        assert!(
-            took < Duration::from_millis(100),
-            "/health #{i} took {took:?}"
-        );
+        if took >= Duration::from_millis(20) {
+            slow.push(format!("#{i} at {:?}: {took:?}", started.elapsed()));
+        }
         latencies.push(took);
         if i % 10 == 5 {
             let (code, body) = http_get(&s.http, "/ready").expect("/ready");
@@ -634,9 +639,11 @@ fn health_answers_at_once_while_200_connections_idle() {
     let p99 = latencies[latencies.len() * 99 / 100];
     let median = latencies[latencies.len() / 2];
     println!(
-        "/health under 200 held connections: {} answers, median {median:?}, p99 {p99:?}, max {max:?}",
+        "/health under {held} held connections: {} answers, median {median:?}, p99 {p99:?}, max {max:?}",
         latencies.len()
     );
+    println!("answers over 20 ms: {slow:?}");
+    assert!(max < Duration::from_millis(100), "over 100 ms: {slow:?}");
 
     // The source goes away: not ready any more, still alive, with the connections still held.
     let Setup {
@@ -651,7 +658,10 @@ fn health_answers_at_once_while_200_connections_idle() {
     assert_eq!(http_get(&http, "/health").map(|x| x.0), Some(200));
     stop.store(true, Ordering::SeqCst);
     let opened = holder.join().expect("holder");
-    println!("idle connections opened in all: {opened} (200 held at a time)");
-    assert!(opened > 200, "the server closes idle connections");
+    println!("idle connections opened in all: {opened} ({held} held at a time)");
+    assert!(
+        held == 0 || opened > held,
+        "the server closes idle connections"
+    );
     strait.kill9();
 }
