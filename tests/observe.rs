@@ -556,3 +556,112 @@ fn status_page_draws_charts_in_headless_chromium() {
         std::fs::copy(&shot, &docs).expect("copy the screenshot");
     }
 }
+
+/// Connections that hold the status port without finishing a request: `n` of them, a third
+/// sending nothing, a third half a request line, a third a request line and half a header;
+/// one the server closed (its header-read timeout) is opened again at once, so `n` stay held.
+/// Returns the number of connections opened in all.
+fn hold_idle_connections(addr: &str, n: usize, stop: &AtomicBool) -> usize {
+    let partial: [&[u8]; 3] = [
+        b"",
+        b"GET /hea",
+        b"GET /ready HTTP/1.1\r\nHost: x\r\nX-Slow: aaa",
+    ];
+    let open = |i: usize| -> TcpStream {
+        let mut s = TcpStream::connect(addr).expect("connect to the status server");
+        s.write_all(partial[i % 3]).expect("half a request");
+        s.set_nonblocking(true).expect("nonblocking");
+        s
+    };
+    let mut held: Vec<TcpStream> = (0..n).map(open).collect();
+    let mut opened = n;
+    while !stop.load(Ordering::SeqCst) {
+        for (i, s) in held.iter_mut().enumerate() {
+            let mut buf = [0u8; 1024];
+            match s.read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                // Closed by the server (possibly after an error answer): hold a new one.
+                _ => {
+                    *s = open(i);
+                    opened += 1;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    opened
+}
+
+/// Issue 31's liveness check: with 200 idle or half-sent connections held against the status
+/// port, `/health` asked every 100 ms for 30 s answers 200 within 100 ms every time, and
+/// `/ready` stays truthful: 200 while the flow runs, 503 once the source cluster is stopped.
+#[test]
+fn health_answers_at_once_while_200_connections_idle() {
+    let s = setup("idle-http");
+    // STRAIT_TEST_IDLE_CONNECTIONS=0: the same polling without them, for a baseline.
+    let held: usize = std::env::var("STRAIT_TEST_IDLE_CONNECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let stop = Arc::new(AtomicBool::new(false));
+    let holder = {
+        let (addr, stop) = (s.http.clone(), stop.clone());
+        std::thread::spawn(move || hold_idle_connections(&addr, held, &stop))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let mut latencies = Vec::new();
+    let mut slow = Vec::new();
+    let started = Instant::now();
+    let mut i = 0;
+    while started.elapsed() < Duration::from_secs(30) {
+        let tick = Instant::now();
+        let answer = http_get(&s.http, "/health");
+        let took = tick.elapsed();
+        assert_eq!(
+            answer.as_ref().map(|a| a.0),
+            Some(200),
+            "/health #{i}: {answer:?} after {took:?}\n{}",
+            s.strait.log()
+        );
+        if took >= Duration::from_millis(20) {
+            slow.push(format!("#{i} at {:?}: {took:?}", started.elapsed()));
+        }
+        latencies.push(took);
+        if i % 10 == 5 {
+            let (code, body) = http_get(&s.http, "/ready").expect("/ready");
+            assert_eq!(code, 200, "/ready while the flow runs: {body}");
+        }
+        i += 1;
+        std::thread::sleep(Duration::from_millis(100).saturating_sub(tick.elapsed()));
+    }
+    latencies.sort();
+    let max = latencies[latencies.len() - 1];
+    let p99 = latencies[latencies.len() * 99 / 100];
+    let median = latencies[latencies.len() / 2];
+    println!(
+        "/health under {held} held connections: {} answers, median {median:?}, p99 {p99:?}, max {max:?}",
+        latencies.len()
+    );
+    println!("answers over 20 ms: {slow:?}");
+    assert!(max < Duration::from_millis(100), "over 100 ms: {slow:?}");
+
+    // The source goes away: not ready any more, still alive, with the connections still held.
+    let Setup {
+        mut a, mut strait, ..
+    } = s;
+    a.stop();
+    let http = s.http.clone();
+    wait_until("/ready = 503", &strait, Duration::from_secs(30), || {
+        http_get(&http, "/ready")
+            .is_some_and(|(c, body)| c == 503 && body.contains("\"source_connected\": false"))
+    });
+    assert_eq!(http_get(&http, "/health").map(|x| x.0), Some(200));
+    stop.store(true, Ordering::SeqCst);
+    let opened = holder.join().expect("holder");
+    println!("idle connections opened in all: {opened} ({held} held at a time)");
+    assert!(
+        held == 0 || opened > held,
+        "the server closes idle connections"
+    );
+    strait.kill9();
+}

@@ -5,13 +5,16 @@
 //!   calls per batch or request); builds the Prometheus exposition and the API documents.
 //! - [`series`]: rates and latency over the last minutes, for the status page (sans-io).
 //! - [`api`]: the JSON documents.
-//! - [`http`]: the HTTP/1.1 server (`/`, `/metrics`, `/health`, `/ready`, `/api/...`).
+//! - [`http`]: routing and handlers of the HTTP server (`/`, `/metrics`, `/health`, `/ready`,
+//!   `/api/...`).
+//! - [`serve`]: its connections (HTTP/1.1 through hyper, timeouts, size limits, TLS).
 //! - [`client`]: a tiny HTTP GET client, for `strait status`.
 
 pub mod api;
 pub mod client;
 pub mod http;
 pub mod series;
+pub mod serve;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -328,23 +328,13 @@ fn serve_http(
     if let Some(token) = listener.token {
         server = server.with_authorize(observe::http::token_gate(token));
     }
-    let server = Arc::new(server);
-    let scheme = match listener.tls {
-        Some(cfg) => {
-            let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
-            tokio::spawn(
-                server.run_with(listener.socket, shutdown.clone(), move |s| {
-                    let acceptor = acceptor.clone();
-                    async move { acceptor.accept(s).await }
-                }),
-            );
-            "https"
-        }
-        None => {
-            tokio::spawn(server.run(listener.socket, shutdown.clone()));
-            "http"
-        }
+    let scheme = if listener.tls.is_some() {
+        "https"
+    } else {
+        "http"
     };
+    let tls = listener.tls.map(tokio_rustls::TlsAcceptor::from);
+    tokio::spawn(Arc::new(server).run(listener.socket, tls, shutdown.clone()));
     tracing::info!(
         "status page, /metrics and the REST API at {scheme}://{}/",
         listener.local
