@@ -77,7 +77,7 @@ pub mod offsets;
 pub mod protocol;
 pub mod records;
 pub mod replicate;
-mod replicator;
+mod embedding;
 pub mod sasl;
 pub mod secret;
 mod shutdown;
@@ -97,5 +97,5 @@ pub mod local_mm2;
 
 pub use error::{Context, Error, ErrorKind, Result};
 pub use metrics::{MetricSample, MetricValue};
-pub use replicator::{Metrics, MetricsSnapshot, Replicator, ReplicatorBuilder, ReplicatorError};
+pub use embedding::{Metrics, MetricsSnapshot, Replicator, ReplicatorBuilder, ReplicatorError};
 pub use shutdown::Shutdown;

@@ -18,7 +18,7 @@ use super::{check_supported, connect, connect_observed, flow, topic_sync};
 use crate::config::{Config, ConfigError, FlowConfig};
 use crate::error::{Error, Result};
 use crate::observe::{self, Observer, Side};
-use crate::replicator::ReplicatorError;
+use crate::embedding::ReplicatorError;
 use crate::secret::{Secret, SecretSource};
 use crate::Shutdown;
 

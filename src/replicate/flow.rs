@@ -14,7 +14,7 @@ mod mirror_ctl;
 mod ownership;
 mod progress_out;
 mod resume;
-mod status;
+mod published_status;
 mod topics;
 
 pub(crate) use topics::recreated_message;

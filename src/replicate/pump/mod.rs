@@ -33,7 +33,7 @@ use crate::observe::{Observer, Side};
 use crate::protocol::fetch_session::FetchSession;
 use crate::protocol::produce::ProduceSettings;
 
-mod status;
+mod partition_status;
 
 /// How often the pump publishes its partitions' status (the REST API and page read it).
 const STATUS_EVERY: Duration = Duration::from_millis(100);
