@@ -65,6 +65,7 @@
 pub mod assignment;
 pub mod client;
 pub mod config;
+mod embedding;
 mod error;
 mod filter;
 pub mod forward;
@@ -77,7 +78,6 @@ pub mod offsets;
 pub mod protocol;
 pub mod records;
 pub mod replicate;
-mod embedding;
 pub mod sasl;
 pub mod secret;
 mod shutdown;
@@ -95,7 +95,7 @@ pub mod local_kafka;
 #[cfg(feature = "cli")]
 pub mod local_mm2;
 
+pub use embedding::{Metrics, MetricsSnapshot, Replicator, ReplicatorBuilder, ReplicatorError};
 pub use error::{Context, Error, ErrorKind, Result};
 pub use metrics::{MetricSample, MetricValue};
-pub use embedding::{Metrics, MetricsSnapshot, Replicator, ReplicatorBuilder, ReplicatorError};
 pub use shutdown::Shutdown;

@@ -344,7 +344,7 @@ impl Registry {
     }
 }
 
-/// One series of a metric family, as [`Registry::samples`] reads it (a typed form of one
+/// One series of a metric family, as `Registry::samples` reads it (a typed form of one
 /// line of the exposition; a histogram as its count and sum).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

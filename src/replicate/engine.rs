@@ -16,9 +16,9 @@ use super::membership::{self, MembershipConfig, Ownership};
 use super::status::FlowStatus;
 use super::{check_supported, connect, connect_observed, flow, topic_sync};
 use crate::config::{Config, ConfigError, FlowConfig};
+use crate::embedding::ReplicatorError;
 use crate::error::{Error, Result};
 use crate::observe::{self, Observer, Side};
-use crate::embedding::ReplicatorError;
 use crate::secret::{Secret, SecretSource};
 use crate::Shutdown;
 

@@ -13,8 +13,8 @@
 mod mirror_ctl;
 mod ownership;
 mod progress_out;
-mod resume;
 mod published_status;
+mod resume;
 mod topics;
 
 pub(crate) use topics::recreated_message;
