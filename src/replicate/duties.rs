@@ -10,13 +10,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::group_sync::{self, MirrorSync, Rewind};
 use super::groups;
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
+use super::positions::{Positions, PositionsHandle};
 use super::progress::{self, Stored};
 use super::store;
 use crate::assignment::WorkItem;
@@ -29,32 +30,6 @@ use crate::naming::ReplicationPolicy;
 use crate::observe::{Observer, Side};
 use crate::offsets::{OffsetMap, Translation};
 use crate::Shutdown;
-
-/// The acknowledged offset maps of the partitions the data path runs: (source topic,
-/// partition) → (target topic, map).
-pub type Positions = HashMap<(String, i32), (String, OffsetMap)>;
-
-/// The data path's side of the positions channel: requests to answer between rounds.
-pub type PositionRequests = mpsc::Receiver<oneshot::Sender<Positions>>;
-
-/// How the duties task asks the data path for its positions.
-#[derive(Debug, Clone)]
-pub struct PositionsHandle(mpsc::Sender<oneshot::Sender<Positions>>);
-
-impl PositionsHandle {
-    /// A handle and the receiver the data path answers from.
-    pub fn channel() -> (PositionsHandle, PositionRequests) {
-        let (tx, rx) = mpsc::channel(4);
-        (PositionsHandle(tx), rx)
-    }
-
-    /// The data path's positions now, or `None` if it has stopped.
-    async fn get(&self) -> Option<Positions> {
-        let (tx, rx) = oneshot::channel();
-        self.0.send(tx).await.ok()?;
-        rx.await.ok()
-    }
-}
 
 /// The duties of one replicate flow.
 pub struct Duties {

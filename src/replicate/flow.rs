@@ -17,8 +17,6 @@ mod published_status;
 mod resume;
 mod topics;
 
-pub(crate) use topics::recreated_message;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,13 +24,16 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use super::duties::{Duties, PositionsHandle};
+use super::duties::Duties;
 use super::group_sync::{self, MirrorSync};
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
 use super::mirrors::{self, ControlView};
 use super::path::timers::TimerTable;
-use super::path::{first_source_offset, record_acked, PartKey, PartStart, PathSettings};
+use super::path::{
+    first_source_offset, record_acked, recreated_message, PartKey, PartStart, PathSettings,
+};
+use super::positions::PositionsHandle;
 use super::progress::{self, Stored, PROGRESS_TOPIC};
 use super::pump::{Command, PartView, PathView, Pump, PumpEnds, PumpEvent, PumpHandle, PumpParts};
 use super::status::{FlowStatus, MemberStatus, MirrorStatus};
@@ -47,7 +48,6 @@ use crate::mirror::{offsets_mode, MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
 use crate::observe::{Observer, Side};
-use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
 use crate::protocol::fetch::FetchedPartition;
 use crate::Shutdown;

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::duties::Positions;
 use super::groups;
+use super::positions::Positions;
 use crate::client::Cluster;
 use crate::error::Result;
 use crate::mirror::GroupFilters;

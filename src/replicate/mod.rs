@@ -22,6 +22,7 @@ pub mod lists;
 pub mod membership;
 pub mod mirrors;
 pub mod path;
+pub mod positions;
 pub mod progress;
 pub mod pump;
 pub mod status;

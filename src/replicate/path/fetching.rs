@@ -5,6 +5,7 @@ use super::*;
 use crate::error::Context;
 use crate::forward::plan::Outgoing;
 use crate::forward::PartitionPlanner;
+use crate::offsets::OffsetMap;
 use crate::protocol::error_code;
 use crate::protocol::fetch::{EpochEndOffset, FetchedPartition, READ_COMMITTED};
 use crate::records::batch::complete_len;
@@ -389,4 +390,59 @@ pub fn diverged_message(
         d.epoch,
         offset - from,
     ))
+}
+
+/// Why a partition of a source topic that was deleted and created again stops.
+pub fn recreated_message(
+    cluster: &str,
+    topic: &str,
+    partition: i32,
+    map: &OffsetMap,
+    was: [u8; 16],
+    now: [u8; 16],
+) -> String {
+    format!(
+        "cluster {cluster}, topic {topic}, partition {partition}, offset {}: the topic was deleted and created again (topic id {} is now {}); its offsets now name other records, so replication stopped at the {} records copied from the old topic (to replicate the new topic, replicate it into a fresh remote topic)",
+        map.source_next(),
+        topic_id_text(was),
+        topic_id_text(now),
+        map.target_next()
+    )
+}
+
+/// A topic id as Kafka's tools print it (URL-safe base64 without padding).
+pub fn topic_id_text(id: [u8; 16]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(22);
+    let mut bits = 0u32;
+    let mut n = 0;
+    for b in id {
+        bits = (bits << 8) | u32::from(b);
+        n += 8;
+        while n >= 6 {
+            n -= 6;
+            out.push(char::from(ALPHABET[((bits >> n) & 63) as usize]));
+        }
+    }
+    if n > 0 {
+        out.push(char::from(ALPHABET[((bits << (6 - n)) & 63) as usize]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_ids_print_as_kafka_prints_them() {
+        assert_eq!(topic_id_text([0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+        // Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding.
+        let id = [
+            0x30, 0x82, 0x1b, 0xdb, 0xe1, 0x22, 0x4a, 0x94, 0xa7, 0x41, 0x69, 0xba, 0xc5, 0xd6,
+            0x60, 0x59,
+        ];
+        assert_eq!(topic_id_text(id), "MIIb2-EiSpSnQWm6xdZgWQ");
+        assert_eq!(topic_id_text([0xff; 16]), "_____________________w");
+    }
 }

@@ -20,7 +20,7 @@ mod stats;
 mod tests;
 pub mod timers;
 
-pub use fetching::diverged_message;
+pub use fetching::{diverged_message, recreated_message, topic_id_text};
 pub use part::{first_source_offset, record_acked, PartKey, PartStart, PartState};
 pub use stats::Stat;
 

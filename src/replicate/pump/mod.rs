@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
-use super::duties::{PositionRequests, Positions};
 use super::membership::Ownership;
 use super::path::{
     DataPath, Event, FetchOrder, Missing, PartKey, PartState, PathSettings, RequestId, Topology,
     Traffic, MAX_IN_FLIGHT,
 };
+use super::positions::{PositionRequests, Positions};
 use super::status::FlowStatus;
 use crate::client::{Cluster, PendingFetch, PendingProduce, EARLIEST};
 use crate::observe::{Observer, Side};
@@ -572,7 +572,7 @@ impl Pump {
             return;
         };
         let why =
-            super::flow::recreated_message(self.source.name(), &key.0, key.1, &st.map, was, now);
+            super::path::recreated_message(self.source.name(), &key.0, key.1, &st.map, was, now);
         self.path.stop_partition(key, why, "source_topic_recreated");
     }
 
