@@ -53,6 +53,7 @@ impl<'a> Pipeline<'a> {
             name: self.topic.to_string(),
             partitions: parts,
         }];
+        self.cluster.connection_id(leader).await?; // opened if it is not
         let p = self
             .cluster
             .produce_start(leader, &SETTINGS, &topics)

@@ -29,6 +29,7 @@ impl Cluster {
         parts: &[FetchPartitionSpec],
         limits: &FetchLimits,
     ) -> Result<FetchResponse> {
+        self.pooled(node, Lane::Data).await?; // opened if it is not
         self.fetch_start(node, session, parts, limits)
             .await?
             .finish(session)
@@ -36,7 +37,9 @@ impl Cluster {
     }
 
     /// Writes the Fetch request of [`Cluster::fetch_in_session`] and returns at once, so the
-    /// caller can do other work while the broker gathers the data.
+    /// caller can do other work while the broker gathers the data. Only on an open data
+    /// connection ([`Cluster::open_data`]; [`Cluster::connection_id`] opens one): it never
+    /// waits on a connect.
     pub async fn fetch_start(
         &self,
         node: i32,
@@ -45,7 +48,7 @@ impl Cluster {
         limits: &FetchLimits,
     ) -> Result<PendingFetch> {
         let started = async {
-            let conn = self.pooled(node, Lane::Data).await?;
+            let conn = self.open_data(node)?;
             let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
             let meta = conn.meta(ApiKey::Fetch, version);
             let id = meta.correlation_id;
@@ -180,14 +183,14 @@ impl Cluster {
 
     /// Writes one Produce request to broker `node` and returns without waiting for the answer,
     /// so several requests can be in flight; requests started one after another reach the
-    /// broker in that order.
+    /// broker in that order. Only on an open data connection, as [`Cluster::fetch_start`].
     pub async fn produce_start(
         &self,
         node: i32,
         settings: &ProduceSettings<'_>,
         topics: &[ProduceTopic],
     ) -> Result<PendingProduce> {
-        let conn = self.pooled(node, Lane::Data).await?;
+        let conn = self.open_data(node)?;
         let version = conn.version(ApiKey::Produce).map_err(|e| self.ctx(e))?;
         let meta = conn.meta(ApiKey::Produce, version);
         let id = meta.correlation_id;

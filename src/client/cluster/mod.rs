@@ -499,12 +499,31 @@ impl Cluster {
     /// The id of the open data-path connection to broker `node` (`None`: none is open, or it
     /// is being opened). Never connects and never waits.
     pub fn open_data_connection(&self, node: i32) -> Option<u64> {
+        self.open_data(node).ok().map(|c| c.id())
+    }
+
+    /// The open data-lane connection to broker `node`, without connecting and without
+    /// waiting: an error if there is none, it is broken, or it is being made right now. The
+    /// data pump writes its requests only on such connections, so it never waits on a
+    /// connect (its lookups make connections beside it).
+    pub fn open_data(&self, node: i32) -> Result<Arc<Connection>> {
+        let not_open = || {
+            self.ctx(Error::new(ErrorKind::Io(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                format!("no open data connection to broker {node}"),
+            ))))
+        };
         let slot = {
             let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
-            conns.get(&(node, Lane::Data))?.clone()
+            conns.get(&(node, Lane::Data)).cloned()
         };
-        let guard = slot.try_lock().ok()?;
-        guard.as_ref().filter(|c| !c.is_broken()).map(|c| c.id())
+        let slot = slot.ok_or_else(not_open)?;
+        let guard = slot.try_lock().map_err(|_| not_open())?;
+        guard
+            .as_ref()
+            .filter(|c| !c.is_broken())
+            .cloned()
+            .ok_or_else(not_open)
     }
 
     /// Forgets cached leadership of every topic with a partition led by broker `node` (it
