@@ -176,6 +176,8 @@ fn helm_template_renders_a_deployment_strait_can_run() {
     let Some(helm) = tool_or_skip("helm") else {
         return;
     };
+    let env_re = regex::Regex::new(r#"env\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)""#).expect("re");
+    let path_re = regex::Regex::new(r#""(/[^"]+)""#).expect("re");
     let mut seen_secret_env = 0;
     let mut seen_secret_mounts = 0;
     for v in values_files() {
@@ -285,7 +287,6 @@ fn helm_template_renders_a_deployment_strait_can_run() {
         // Every secret the configuration names comes from the pod: `{ env = "X" }` from an env
         // var filled from a Secret, files (keytabs, stores, `{ file = ... }`) under a mount.
         let env = c["env"].as_array().cloned().unwrap_or_default();
-        let env_re = regex::Regex::new(r#"env\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)""#).expect("re");
         for cap in env_re.captures_iter(toml_text) {
             let var = &cap[1];
             let e = env
@@ -299,7 +300,6 @@ fn helm_template_renders_a_deployment_strait_can_run() {
             );
             seen_secret_env += 1;
         }
-        let path_re = regex::Regex::new(r#""(/[^"]+)""#).expect("re");
         for cap in path_re.captures_iter(toml_text) {
             let path = &cap[1];
             let m = mount_of(path)
