@@ -9,6 +9,9 @@
 # - Apache Kafka (the reference broker of the tests), fetched with Maven into
 #   ~/.cache/strait/kafka-<version>/libs, unless KAFKA_HOME names a distribution (its libs/).
 # - a nightly Rust toolchain and cargo-fuzz, for the fuzz targets in fuzz/ (libFuzzer).
+# - helm and promtool (tests/deploy.rs: the Helm chart, the Prometheus rules), built once with
+#   `go install` from the Go module proxy into ~/.cache/strait/tools/<tool>-<version>/ and
+#   linked from ~/.cache/strait/bin (a few minutes the first time, nothing after).
 # nisshi (the optional `--broker nisshi` of `strait demo` and `strait bench`) is not installed:
 # no test needs it.
 set -euo pipefail
@@ -67,4 +70,27 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked --version 0.13.2
 fi
 
-echo "setup: ready (Apache Kafka $KAFKA_VERSION)"
+# helm and promtool, pinned; built from source by `go install` (no prebuilt download).
+HELM_VERSION=v4.3.2
+PROMTOOL_VERSION=v0.316.0 # the Go module version of Prometheus 3.16.0
+tools="$HOME/.cache/strait/tools"
+mkdir -p "$tools" "$HOME/.cache/strait/bin"
+go_tool() { # name version package
+  local dir="$tools/$1-$2"
+  if [ ! -x "$dir/$1" ]; then
+    if ! command -v go >/dev/null 2>&1; then
+      [ -x /usr/local/go/bin/go ] && export PATH="$PATH:/usr/local/go/bin"
+    fi
+    command -v go >/dev/null 2>&1 || { echo "setup: Go is needed to build $1" >&2; exit 1; }
+    echo "setup: building $1 $2 with go install (once; cached in $dir)"
+    rm -rf "$dir.tmp"
+    GOBIN="$dir.tmp" GOFLAGS=-buildvcs=false go install "$3@$2"
+    rm -rf "$dir"
+    mv "$dir.tmp" "$dir"
+  fi
+  ln -sfn "$dir/$1" "$HOME/.cache/strait/bin/$1"
+}
+go_tool helm "$HELM_VERSION" helm.sh/helm/v4/cmd/helm
+go_tool promtool "$PROMTOOL_VERSION" github.com/prometheus/prometheus/cmd/promtool
+
+echo "setup: ready (Apache Kafka $KAFKA_VERSION, helm $HELM_VERSION, promtool $PROMTOOL_VERSION)"

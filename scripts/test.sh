@@ -4,7 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export PATH="$HOME/.cargo/bin:$PATH"
+export PATH="$HOME/.cargo/bin:$HOME/.cache/strait/bin:$PATH"
+# The deployment files (seconds): the Helm chart lints and renders with every values file, and
+# the Prometheus alert rules pass their unit tests (tests/deploy.rs checks the rendered
+# manifests, and the rules' and dashboard's series against a running strait).
+for values in "" deploy/helm/strait/ci/*-values.yaml; do
+  helm lint --strict deploy/helm/strait ${values:+-f "$values"} >/dev/null
+  helm template strait deploy/helm/strait ${values:+-f "$values"} >/dev/null
+done
+promtool check rules deploy/prometheus/strait-rules.yml
+promtool test rules deploy/prometheus/strait-rules.test.yml
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 # The library as a program embedding it builds it (default features off: no command, bench or

@@ -54,6 +54,9 @@ pub mod names {
     pub const BUFFERED: &str = "strait_buffered_bytes";
     /// Gauge: 1 when the flow reached both clusters {flow}.
     pub const CONNECTED: &str = "strait_flow_connected";
+    /// Gauge: 1 for each partition stopped until someone acts (a foreign write, a recreated
+    /// source topic, ...) {flow, source, target, topic, partition}; no series while none is.
+    pub const STOPPED: &str = "strait_partition_stopped";
     /// Counter: batch bytes `recompress` saved (fetched size minus size sent) by flow.
     pub const RECOMPRESS_SAVED: &str = "strait_recompress_saved_bytes_total";
     /// Gauge: process resident memory.
@@ -77,6 +80,7 @@ const H_LOST: &str =
     "Source records deleted (by retention) before they could be replicated; never on the target.";
 const H_BUFFERED: &str = "Record batch bytes fetched and not yet acknowledged by the target.";
 const H_CONNECTED: &str = "1 when the flow reached both its clusters.";
+const H_STOPPED: &str = "1 for each partition stopped until someone acts (reason in /ready).";
 const H_RECOMPRESS_SAVED: &str =
     "Batch bytes saved by recompress: size as fetched minus size re-compressed.";
 const H_RSS: &str = "Resident memory size in bytes.";
@@ -172,6 +176,7 @@ impl Observer {
             (names::LOST, H_LOST, Kind::Counter),
             (names::BUFFERED, H_BUFFERED, Kind::Gauge),
             (names::CONNECTED, H_CONNECTED, Kind::Gauge),
+            (names::STOPPED, H_STOPPED, Kind::Gauge),
             (names::RECOMPRESS_SAVED, H_RECOMPRESS_SAVED, Kind::Counter),
         ] {
             registry.describe(name, help, kind);
@@ -500,20 +505,23 @@ impl Observer {
             let (source, target) = self.ends(&s.name);
             self.registry
                 .remove_matching(names::LAG, &[("flow", &s.name)]);
+            self.registry
+                .remove_matching(names::STOPPED, &[("flow", &s.name)]);
             for p in &s.partitions {
                 let part = p.partition.to_string();
-                self.registry.gauge_set(
-                    names::LAG,
-                    H_LAG,
-                    &[
-                        ("flow", &s.name),
-                        ("source", &source),
-                        ("target", &target),
-                        ("topic", &p.source_topic),
-                        ("partition", &part),
-                    ],
-                    p.lag() as f64,
-                );
+                let labels = [
+                    ("flow", s.name.as_str()),
+                    ("source", &source),
+                    ("target", &target),
+                    ("topic", &p.source_topic),
+                    ("partition", &part),
+                ];
+                self.registry
+                    .gauge_set(names::LAG, H_LAG, &labels, p.lag() as f64);
+                if p.failed.is_some() {
+                    self.registry
+                        .gauge_set(names::STOPPED, H_STOPPED, &labels, 1.0);
+                }
             }
         }
         if let Some(rss) = rss_bytes {
@@ -684,6 +692,22 @@ mod tests {
                 failed: None,
             }],
         }
+    }
+
+    #[test]
+    fn a_stopped_partition_has_a_gauge_until_it_runs_again() {
+        let o = Observer::new();
+        o.register_flow("a->b", "a", "b");
+        let mut st = status(0, 40, 50);
+        st.partitions[0].failed = Some("foreign_write".into());
+        let text = o.exposition(std::slice::from_ref(&st), None);
+        assert!(text.contains(
+            "strait_partition_stopped{flow=\"a->b\",source=\"a\",target=\"b\",topic=\"orders\",partition=\"0\"} 1\n"
+        ));
+        st.partitions[0].failed = None;
+        let text = o.exposition(&[st], None);
+        assert!(text.contains("# TYPE strait_partition_stopped gauge\n"));
+        assert!(!text.contains("strait_partition_stopped{"));
     }
 
     #[test]
