@@ -18,6 +18,10 @@
 #                            `repository`, none if it has none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Run from a test (tests/image.rs), the environment holds cargo's variables for the test
+# (CARGO_PKG_NAME, CARGO_MANIFEST_DIR, ...); build scripts that watch them (ring's) would then
+# rebuild, and again at the next run from a shell. The build sees neither.
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^CARGO_(PKG_|MANIFEST_|CRATE_|BIN_|PRIMARY_|TARGET_TMPDIR)' || true)
 export PATH="$HOME/.cargo/bin:$PATH"
 
 target=x86_64-unknown-linux-musl
