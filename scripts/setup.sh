@@ -8,6 +8,8 @@
 #   krb5-user);
 # - Apache Kafka (the reference broker of the tests), fetched with Maven into
 #   ~/.cache/strait/kafka-<version>/libs, unless KAFKA_HOME names a distribution (its libs/).
+# - the Rust target x86_64-unknown-linux-musl and musl-tools, for the container image's static
+#   binary (scripts/image.sh, tests/image.rs);
 # - a nightly Rust toolchain and cargo-fuzz, for the fuzz targets in fuzz/ (libFuzzer).
 # - helm and promtool (tests/deploy.rs: the Helm chart, the Prometheus rules), built once with
 #   `go install` from the Go module proxy into ~/.cache/strait/tools/<tool>-<version>/ and
@@ -19,6 +21,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev chromium
   libkrb5-dev libclang-dev clang krb5-kdc krb5-admin-server krb5-user)
+# The container image (scripts/image.sh): musl-gcc for the static binary's C code, the CA bundle.
+packages+=(musl-tools ca-certificates)
 # Apache Kafka 4 needs Java 17 or newer; tests/mm2_interop.rs compiles a Java program (javac);
 # tests/stores.rs makes JKS and PKCS12 stores with the JDK's keytool.
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
@@ -59,8 +63,13 @@ else
   mv "$tmp" "$kafka_libs"
 fi
 
-# The fuzz targets build with nightly Rust (sanitizers) and cargo-fuzz.
+# The fuzz targets build with nightly Rust (sanitizers) and cargo-fuzz; the container image's
+# static binary (scripts/image.sh) with the musl target.
 export PATH="$HOME/.cargo/bin:$PATH"
+if ! rustup target list --installed | grep -qx x86_64-unknown-linux-musl; then
+  echo "setup: adding the Rust target x86_64-unknown-linux-musl (container image)"
+  rustup target add x86_64-unknown-linux-musl
+fi
 if ! rustup toolchain list | grep -q '^nightly'; then
   echo "setup: installing the nightly Rust toolchain (fuzz targets)"
   rustup toolchain install nightly --profile minimal

@@ -27,5 +27,11 @@ cargo test --doc --locked
 # One test at a time within each test binary: the integration tests start Apache Kafka
 # clusters and time group sessions, which two at once on a 2-core machine would make flaky.
 RUST_TEST_THREADS=1 cargo test --locked --all-targets --no-fail-fast
+# The container image (tests/image.rs, as root): built from scratch and run from its unpacked
+# files against Apache Kafka. Opt-in: its static release build takes about 24 minutes cold
+# here (seconds when target-static/ is kept), so it runs only with STRAIT_IMAGE_TEST=1.
+if [ "${STRAIT_IMAGE_TEST:-0}" = 1 ]; then
+  RUST_TEST_THREADS=1 cargo test --locked --test image -- --include-ignored
+fi
 # Every fuzz target for a few seconds from its committed corpus (a long run: see scripts/fuzz.sh).
 bash scripts/fuzz.sh
