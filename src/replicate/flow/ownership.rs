@@ -132,7 +132,11 @@ impl Flow {
         for (side, r) in [(Side::Source, &src), (Side::Target, &dst)] {
             match r {
                 Ok(_) => self.obs.connected(&name, side, true),
-                Err(e) => self.obs.disconnected(&name, side, e.to_string()),
+                Err(e) => {
+                    // A failed call like any other: counted, as the reason `/ready` shows.
+                    self.obs.error(&name, "health_check");
+                    self.obs.disconnected(&name, side, e.to_string());
+                }
             }
         }
         match (src, dst) {
