@@ -68,6 +68,7 @@ const HTTP_KEYS: &[&str] = &[
     "tls_key_password",
     "tls_keystore_alias",
     "token",
+    "write_token",
 ];
 
 /// MM2 keys a user may carry over into TOML by habit, and their TOML names.
@@ -569,6 +570,7 @@ fn toml_http(file: &str, v: &toml::Value) -> Result<HttpSettings, ConfigError> {
                     "tls_cert" => h.tls_cert = Some(toml_str(file, &kpath, v)?.into()),
                     "tls_key" => h.tls_key = Some(toml_str(file, &kpath, v)?.into()),
                     "token" => h.token = Some(toml_secret(file, &kpath, v)?),
+                    "write_token" => h.write_token = Some(toml_secret(file, &kpath, v)?),
                     _ => return Err(unknown_key(file, &kpath, key, HTTP_KEYS, "")),
                 }
             }
