@@ -313,6 +313,10 @@ fn the_write_api_changes_every_instance_through_the_clis_records() {
         "/api/flows/{flow}/topics",
         "/api/flows/{flow}/groups",
         "/api/flows/{flow}/failover",
+        "/api/mirrors/{link}/topics/{topic}/pause",
+        "/api/mirrors/{link}/topics/{topic}/resume",
+        "/api/mirrors/{link}/topics/{topic}/promote",
+        "/api/mirrors/{link}/topics/{topic}/failover",
     ]
     .into_iter()
     .collect();
@@ -321,7 +325,10 @@ fn the_write_api_changes_every_instance_through_the_clis_records() {
         served
     );
     for (path, ops) in paths {
-        let concrete = path.replace("{flow}", "a-%3Eb");
+        let concrete = path
+            .replace("{flow}", "a-%3Eb")
+            .replace("{link}", "a-%3Eb")
+            .replace("{topic}", "t1");
         for (method, op) in ops.as_object().expect("operations") {
             let codes: Vec<u16> = op["responses"]
                 .as_object()
@@ -395,4 +402,105 @@ fn without_a_write_token_the_write_api_is_off() {
         assert!(body.contains("write API is off"), "{body}");
     }
     assert!(s.log().contains("write API off"), "{}", s.log());
+}
+
+/// The mirror verbs: 202 once stored (a running instance carries them out), 404 for an unknown
+/// link or topic, 409 once the mirror ended; bad input 400.
+#[test]
+fn mirror_verbs_through_the_write_api() {
+    std::env::set_var("STRAIT_TEST_WRITE_TOKEN", WRITE);
+    let west = Broker::start("west");
+    let east = Broker::start("east");
+    let dir = std::env::temp_dir().join(topic_name("write-api-mirror"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    create_topic(&west.bootstrap(), "orders", 1);
+    let records: Vec<TestRecord> = (0..10)
+        .map(|i| TestRecord::kv(format!("k{i}"), format!("v{i}")))
+        .collect();
+    produce_records(&west.bootstrap(), "orders", &records, Codec::None);
+    let port = free_port();
+    let config = dir.join("link.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n\
+             [http]\nlisten = \"127.0.0.1:{port}\"\ntoken = \"{READ}\"\nwrite_token = {{ env = \"STRAIT_TEST_WRITE_TOKEN\" }}\n\
+             [[flows]]\nsource = \"west\"\ntarget = \"east\"\nmode = \"mirror\"\nlink = \"west-link\"\ntopics = [\"orders\"]\n\
+             refresh_topics_interval_secs = 1\n",
+            west.bootstrap(),
+            east.bootstrap()
+        ),
+    )
+    .expect("config");
+    let s = StraitRun::start_with(&config, &dir.join("link.log"), "info");
+    let base = "/api/mirrors/west-link/topics/orders";
+    wait("the mirror topic", Duration::from_secs(90), &[&s], || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && http(port, "POST", &format!("{base}/pause"), Some(WRITE), None).0 == 202
+    });
+    assert_eq!(
+        http(port, "POST", &format!("{base}/pause"), None, None).0,
+        401
+    );
+    assert_eq!(
+        http(port, "POST", &format!("{base}/pause"), Some(READ), None).0,
+        403
+    );
+    let (code, answer) = http(
+        port,
+        "POST",
+        &format!("{base}/resume"),
+        Some(WRITE),
+        Some(r#"{"now":true}"#),
+    );
+    assert_eq!((code, json(&answer)["field"].clone()), (400, "now".into()));
+    assert_eq!(
+        http(
+            port,
+            "POST",
+            "/api/mirrors/nope/topics/orders/pause",
+            Some(WRITE),
+            None
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        http(
+            port,
+            "POST",
+            "/api/mirrors/west-link/topics/nope/pause",
+            Some(WRITE),
+            None
+        )
+        .0,
+        404
+    );
+    let (code, answer) = http(
+        port,
+        "POST",
+        &format!("{base}/resume"),
+        Some(WRITE),
+        Some("{}"),
+    );
+    assert_eq!(code, 202, "{answer}");
+    assert_eq!(json(&answer)["action"], "resume");
+    let (code, answer) = http(port, "POST", &format!("{base}/failover"), Some(WRITE), None);
+    assert_eq!(code, 202, "{answer}");
+    wait(
+        "the mirror failed over",
+        Duration::from_secs(60),
+        &[&s],
+        || http(port, "POST", &format!("{base}/promote"), Some(WRITE), None).0 == 409,
+    );
+    let (code, answer) = http(port, "POST", &format!("{base}/pause"), Some(WRITE), None);
+    assert_eq!(code, 409, "{answer}");
+    assert!(answer.contains("ended"), "{answer}");
+    assert!(
+        s.log().lines().any(|l| l.contains("strait::audit")
+            && l.contains("/failover")
+            && l.contains("status=202")),
+        "{}",
+        s.log()
+    );
 }

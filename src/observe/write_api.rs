@@ -6,6 +6,9 @@
 //!   "remove_exclude":[..]}` (every field optional).
 //! - `POST /api/flows/{flow}/failover`: commit a group's translated offsets on the target
 //!   (`strait failover`); body `{"group":"..","dry_run":true}`.
+//! - `POST /api/mirrors/{link}/topics/{topic}/pause|resume|promote|failover`: store a mirror
+//!   command (`strait mirror pause|...`) for a running instance to carry out; 202, or 409 once
+//!   the mirror ended. Body empty or `{}`.
 //!
 //! Off (404) unless `[http] write_token` is set; a write carries that token as
 //! `Authorization: Bearer TOKEN` (none: 401, another: 403). Each authorized write logs one
@@ -20,6 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::http::{Request, Response};
 use crate::config::Config;
+use crate::mirror::MirrorAction;
 use crate::replicate::admin::{self, AdminError, ListChange};
 use crate::replicate::lists::ListKind;
 use crate::secret::Secret;
@@ -38,11 +42,28 @@ pub struct WriteApi {
 enum Write {
     Lists(String, ListKind),
     Failover(String),
+    Mirror(String, String, MirrorAction),
 }
 
 /// The write a path names, if any (`/api/flows/{flow}/topics|groups|failover`).
 fn parse(path: &str) -> Option<Write> {
-    let rest = path.trim_end_matches('/').strip_prefix("/api/flows/")?;
+    let path = path.trim_end_matches('/');
+    if let Some(rest) = path.strip_prefix("/api/mirrors/") {
+        let (rest, verb) = rest.rsplit_once('/')?;
+        let (link, topic) = rest.rsplit_once("/topics/")?;
+        let action = match verb {
+            "pause" => MirrorAction::Pause,
+            "resume" => MirrorAction::Resume,
+            "promote" => MirrorAction::Promote,
+            "failover" => MirrorAction::Failover,
+            _ => return None,
+        };
+        if link.is_empty() || topic.is_empty() || topic.contains('/') {
+            return None;
+        }
+        return Some(Write::Mirror(link.to_string(), topic.to_string(), action));
+    }
+    let rest = path.strip_prefix("/api/flows/")?;
     let (flow, verb) = rest.rsplit_once('/')?;
     if flow.is_empty() {
         return None;
@@ -193,6 +214,10 @@ impl WriteApi {
                 let r = self.failover(flow, body).await;
                 (flow.clone(), r.0, r.1)
             }
+            Write::Mirror(link, topic, action) => {
+                let r = self.mirror(link, topic, *action, body).await;
+                (link.clone(), r.0, r.1)
+            }
         };
         let peer = peer.map_or_else(|| "-".to_string(), |p| p.to_string());
         tracing::info!(
@@ -226,6 +251,33 @@ impl WriteApi {
                     "changed": out.changed,
                     "include": out.lists.include,
                     "exclude": out.lists.exclude,
+                }),
+            ),
+            Err(e) => admin_error(e),
+        };
+        (text, answer)
+    }
+
+    async fn mirror(
+        &self,
+        link: &str,
+        topic: &str,
+        action: MirrorAction,
+        body: &[u8],
+    ) -> (String, Response) {
+        let text = json!({ "topic": topic, "action": action.as_str() }).to_string();
+        if let Err(r) = object(body).and_then(|m| only(&m, &[])) {
+            return (text, r);
+        }
+        let answer = match admin::mirror_command(&self.config, Some(link), topic, action).await {
+            Ok(sent) => Response::json(
+                202,
+                &json!({
+                    "link": sent.flow.link_name(),
+                    "topic": topic,
+                    "action": action.as_str(),
+                    "state": sent.record.state.as_str(),
+                    "command_at_ms": sent.command.at_ms,
                 }),
             ),
             Err(e) => admin_error(e),
@@ -276,6 +328,16 @@ mod tests {
             Some(Write::Failover("a->b".into()))
         );
         assert_eq!(parse("/api/flows/a->b"), None);
+        assert_eq!(
+            parse("/api/mirrors/west-link/topics/orders/promote"),
+            Some(Write::Mirror(
+                "west-link".into(),
+                "orders".into(),
+                MirrorAction::Promote
+            ))
+        );
+        assert_eq!(parse("/api/mirrors/west-link/topics/orders/nap"), None);
+        assert_eq!(parse("/api/mirrors/west-link/orders/pause"), None);
         assert_eq!(parse("/api/flows//topics"), None);
         let c = list_change(br#"{"add":["x.*"],"remove_exclude":["y"]}"#).unwrap();
         assert_eq!(c.add, vec!["x.*".to_string()]);

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::groups;
 use super::lists::{self, ListKind, Lists};
+use super::mirrors::{self, ControlView};
 use crate::config::{Config, FlowConfig};
 use crate::error::Error;
+use crate::mirror::{MirrorAction, MirrorCommand, MirrorRecord};
 
 /// Why an operator change was refused or failed.
 #[derive(Debug)]
@@ -242,6 +244,115 @@ pub async fn failover_group(
         groups::commit(&cluster, group, &triples).await?;
     }
     Ok(offsets)
+}
+
+/// The mirror flows `link` selects (a flow's `link`, or its `source->target` name), or all of
+/// them when `link` is `None`.
+pub fn mirror_flows<'a>(
+    config: &'a Config,
+    link: Option<&str>,
+) -> Result<Vec<&'a FlowConfig>, AdminError> {
+    let all: Vec<&FlowConfig> = config
+        .flows
+        .iter()
+        .filter(|f| f.mode == crate::config::FlowMode::Mirror)
+        .collect();
+    if all.is_empty() {
+        return Err(AdminError::NotFound(format!(
+            "{}: no mirror flow (a flow with mode = \"mirror\")",
+            config.origin
+        )));
+    }
+    let Some(l) = link else {
+        return Ok(all);
+    };
+    let found: Vec<&FlowConfig> = all
+        .iter()
+        .copied()
+        .filter(|f| f.link_name() == l || f.name() == l)
+        .collect();
+    if found.is_empty() {
+        let known: Vec<String> = all.iter().map(|f| f.link_name()).collect();
+        return Err(AdminError::NotFound(format!(
+            "{}: no mirror link {l:?} (links: {})",
+            config.origin,
+            known.join(", ")
+        )));
+    }
+    Ok(found)
+}
+
+/// The one mirror flow that mirrors `topic` (by its stored record), with its target and view.
+pub async fn flow_of_topic<'a>(
+    config: &'a Config,
+    link: Option<&str>,
+    topic: &str,
+) -> Result<(&'a FlowConfig, crate::client::Cluster, ControlView), AdminError> {
+    let mut names = Vec::new();
+    for f in mirror_flows(config, link)? {
+        let target = super::connect_once(config, &f.target).await?;
+        let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
+        if view.records.contains_key(topic) {
+            return Ok((f, target, view));
+        }
+        names.extend(view.records.keys().cloned());
+    }
+    names.sort();
+    Err(AdminError::NotFound(format!(
+        "topic {topic:?} is not a mirror topic of {} (mirror topics: {})",
+        link.unwrap_or("any mirror link"),
+        if names.is_empty() {
+            "none yet; `strait run` creates them".to_string()
+        } else {
+            names.join(", ")
+        }
+    )))
+}
+
+/// A mirror command stored for running instances to carry out.
+pub struct MirrorSent<'a> {
+    /// The mirror flow.
+    pub flow: &'a FlowConfig,
+    /// Its target cluster.
+    pub target: crate::client::Cluster,
+    /// The command as stored.
+    pub command: MirrorCommand,
+    /// The mirror's state when the command was stored.
+    pub record: MirrorRecord,
+}
+
+/// Stores `action` for mirror topic `topic` (like `strait mirror pause|resume|promote|failover`);
+/// a running instance carries it out within a second. Refused (409) once the mirror ended.
+pub async fn mirror_command<'a>(
+    config: &'a Config,
+    link: Option<&str>,
+    topic: &str,
+    action: MirrorAction,
+) -> Result<MirrorSent<'a>, AdminError> {
+    let (flow, target, view) = flow_of_topic(config, link, topic).await?;
+    let Some(record) = view.records.get(topic).cloned() else {
+        return Err(AdminError::NotFound(format!(
+            "topic {topic:?} is not a mirror topic"
+        )));
+    };
+    if record.state.is_stopped() {
+        return Err(AdminError::Conflict(format!(
+            "topic {topic}: the mirror already ended ({}); it is an ordinary topic now",
+            record.state.as_str()
+        )));
+    }
+    let rf = super::cluster_settings(config, &flow.target)?.replication_factor;
+    let command = MirrorCommand {
+        action,
+        at_ms: super::store::now_ms().max(record.command_at_ms + 1),
+    };
+    mirrors::write_command(&target, &flow.source, topic, &command, rf).await?;
+    Ok(MirrorSent {
+        flow,
+        target,
+        command,
+        record,
+    })
 }
 
 #[cfg(test)]
