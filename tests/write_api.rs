@@ -317,6 +317,7 @@ fn the_write_api_changes_every_instance_through_the_clis_records() {
         "/api/mirrors/{link}/topics/{topic}/resume",
         "/api/mirrors/{link}/topics/{topic}/promote",
         "/api/mirrors/{link}/topics/{topic}/failover",
+        "/api/mirrors/{link}/configure",
     ]
     .into_iter()
     .collect();

@@ -8,8 +8,7 @@ use std::time::Duration;
 use strait::client::{Cluster, FetchRead, EARLIEST, LATEST};
 use strait::config::{Config, FlowConfig};
 use strait::mirror::{
-    lag, offsets_mode, GroupFilters, LinkSettings, MirrorAction, MirrorPartitionStatus,
-    MirrorRecord, MirrorState,
+    lag, offsets_mode, MirrorAction, MirrorPartitionStatus, MirrorRecord, MirrorState,
 };
 use strait::offsets::OffsetMap;
 use strait::records::batch::{split, Entry};
@@ -484,47 +483,24 @@ async fn configure(
     timeout: u64,
 ) -> Result<String> {
     let config = load(t)?;
-    let flows = mirror_flows(&config, t)?;
-    let [f] = flows.as_slice() else {
-        let known: Vec<String> = flows.iter().map(|f| f.link_name()).collect();
-        return Err(Error::invalid(format!(
-            "several mirror links ({}); name one with --link",
-            known.join(", ")
-        )));
+    let change = admin::LinkChange {
+        group_filters: filters.map(str::to_string),
+        sync_ms,
+        enable,
     };
-    let filters = match filters {
-        Some(j) => Some(
-            GroupFilters::parse(j)
-                .map_err(|e| Error::invalid(format!("--consumer-offset-group-filters: {e}")))?,
-        ),
-        None => None,
-    };
-    if filters.is_none() && sync_ms.is_none() && enable.is_none() {
-        return Err(Error::invalid(
-            "nothing to change: give --consumer-offset-group-filters, --consumer-offset-sync-ms or --consumer-offset-sync-enable",
-        ));
-    }
-    if sync_ms == Some(0) {
-        return Err(Error::invalid(
-            "--consumer-offset-sync-ms: an interval of zero is not allowed",
-        ));
-    }
+    let admin::LinkSent {
+        flow: f,
+        target,
+        settings,
+    } = admin::configure_link(&config, t.link.as_deref(), &change)
+        .await
+        .map_err(|e| match e {
+            admin::AdminError::BadInput { field, message } if field != "link" => {
+                Error::invalid(format!("--{}: {message}", field.replace('_', "-")))
+            }
+            e => e.into_error(),
+        })?;
     let link = f.link_name();
-    let target = strait::replicate::connect_once(&config, &f.target).await?;
-    let view = mirrors::read_view(&target, &f.source, &link).await?;
-    let mut settings: LinkSettings = view.link.clone().unwrap_or_default();
-    settings.version = store::now_ms().max(settings.version + 1);
-    if let Some(fl) = filters {
-        settings.consumer_offset_group_filters = Some(fl);
-    }
-    if let Some(ms) = sync_ms {
-        settings.consumer_offset_sync_ms = Some(ms);
-    }
-    if let Some(e) = enable {
-        settings.consumer_offset_sync_enable = Some(e);
-    }
-    let rf = strait::replicate::cluster_settings(&config, &f.target)?.replication_factor;
-    mirrors::write_link(&target, &link, &settings, rf).await?;
     let (en, every, fl) = mirrors::effective(f, Some(&settings));
     let summary = format!(
         "link {link}: consumer offset sync {}, group filters {}",

@@ -9,6 +9,9 @@
 //! - `POST /api/mirrors/{link}/topics/{topic}/pause|resume|promote|failover`: store a mirror
 //!   command (`strait mirror pause|...`) for a running instance to carry out; 202, or 409 once
 //!   the mirror ended. Body empty or `{}`.
+//! - `POST /api/mirrors/{link}/configure`: a link's consumer offset sync (`strait mirror
+//!   configure`); body `{"consumer_offset_group_filters":{..},"consumer_offset_sync_ms":N,
+//!   "consumer_offset_sync_enable":true}` (at least one); 202.
 //!
 //! Off (404) unless `[http] write_token` is set; a write carries that token as
 //! `Authorization: Bearer TOKEN` (none: 401, another: 403). Each authorized write logs one
@@ -24,7 +27,7 @@ use serde_json::{json, Map, Value};
 use super::http::{Request, Response};
 use crate::config::Config;
 use crate::mirror::MirrorAction;
-use crate::replicate::admin::{self, AdminError, ListChange};
+use crate::replicate::admin::{self, AdminError, LinkChange, ListChange};
 use crate::replicate::lists::ListKind;
 use crate::secret::Secret;
 
@@ -43,12 +46,19 @@ enum Write {
     Lists(String, ListKind),
     Failover(String),
     Mirror(String, String, MirrorAction),
+    Configure(String),
 }
 
 /// The write a path names, if any (`/api/flows/{flow}/topics|groups|failover`).
 fn parse(path: &str) -> Option<Write> {
     let path = path.trim_end_matches('/');
     if let Some(rest) = path.strip_prefix("/api/mirrors/") {
+        if let Some(link) = rest.strip_suffix("/configure") {
+            if link.is_empty() || link.contains('/') {
+                return None;
+            }
+            return Some(Write::Configure(link.to_string()));
+        }
         let (rest, verb) = rest.rsplit_once('/')?;
         let (link, topic) = rest.rsplit_once("/topics/")?;
         let action = match verb {
@@ -148,6 +158,38 @@ fn list_change(body: &[u8]) -> Result<ListChange, Response> {
     })
 }
 
+/// The link settings change of a configure body.
+fn link_change(body: &[u8]) -> Result<LinkChange, Response> {
+    const FILTERS: &str = "consumer_offset_group_filters";
+    const MS: &str = "consumer_offset_sync_ms";
+    const ENABLE: &str = "consumer_offset_sync_enable";
+    let m = object(body)?;
+    only(&m, &[FILTERS, MS, ENABLE])?;
+    let group_filters = match m.get(FILTERS) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
+        Some(_) => return Err(bad(FILTERS, "must be a JSON object or its text")),
+    };
+    let sync_ms = match m.get(MS) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or_else(|| bad(MS, "must be a whole number of milliseconds"))?,
+        ),
+    };
+    let enable = match m.get(ENABLE) {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(bad(ENABLE, "must be true or false")),
+    };
+    Ok(LinkChange {
+        group_filters,
+        sync_ms,
+        enable,
+    })
+}
+
 /// The group and dry-run flag of a failover body.
 fn failover_input(body: &[u8]) -> Result<(String, bool), Response> {
     let m = object(body)?;
@@ -213,6 +255,10 @@ impl WriteApi {
             Write::Failover(flow) => {
                 let r = self.failover(flow, body).await;
                 (flow.clone(), r.0, r.1)
+            }
+            Write::Configure(link) => {
+                let r = self.configure(link, body).await;
+                (link.clone(), r.0, r.1)
             }
             Write::Mirror(link, topic, action) => {
                 let r = self.mirror(link, topic, *action, body).await;
@@ -285,6 +331,37 @@ impl WriteApi {
         (text, answer)
     }
 
+    async fn configure(&self, link: &str, body: &[u8]) -> (String, Response) {
+        let change = match link_change(body) {
+            Ok(c) => c,
+            Err(r) => return ("-".into(), r),
+        };
+        let text = json!({
+            "consumer_offset_group_filters": change.group_filters,
+            "consumer_offset_sync_ms": change.sync_ms,
+            "consumer_offset_sync_enable": change.enable,
+        })
+        .to_string();
+        let answer = match admin::configure_link(&self.config, Some(link), &change).await {
+            Ok(sent) => {
+                let (enable, every, filters) =
+                    crate::replicate::mirrors::effective(sent.flow, Some(&sent.settings));
+                Response::json(
+                    202,
+                    &json!({
+                        "link": sent.flow.link_name(),
+                        "version": sent.settings.version,
+                        "consumer_offset_sync_enable": enable,
+                        "consumer_offset_sync_ms": every.as_millis() as u64,
+                        "consumer_offset_group_filters": serde_json::from_str::<Value>(&filters.to_json()).unwrap_or(Value::Null),
+                    }),
+                )
+            }
+            Err(e) => admin_error(e),
+        };
+        (text, answer)
+    }
+
     async fn failover(&self, flow: &str, body: &[u8]) -> (String, Response) {
         let (group, dry_run) = match failover_input(body) {
             Ok(x) => x,
@@ -337,6 +414,10 @@ mod tests {
             ))
         );
         assert_eq!(parse("/api/mirrors/west-link/topics/orders/nap"), None);
+        assert_eq!(
+            parse("/api/mirrors/west-link/configure"),
+            Some(Write::Configure("west-link".into()))
+        );
         assert_eq!(parse("/api/mirrors/west-link/orders/pause"), None);
         assert_eq!(parse("/api/flows//topics"), None);
         let c = list_change(br#"{"add":["x.*"],"remove_exclude":["y"]}"#).unwrap();
@@ -351,6 +432,10 @@ mod tests {
         assert_eq!(field(list_change(br#"{"adds":[]}"#).unwrap_err()), "adds");
         assert_eq!(field(list_change(b"[1]").unwrap_err()), "body");
         assert_eq!(field(list_change(b"{").unwrap_err()), "body");
+        assert_eq!(
+            field(link_change(br#"{"consumer_offset_sync_ms":-1}"#).unwrap_err()),
+            "consumer_offset_sync_ms"
+        );
         assert_eq!(field(failover_input(b"{}").unwrap_err()), "group");
         assert_eq!(
             field(failover_input(br#"{"group":"g","dry_run":"yes"}"#).unwrap_err()),

@@ -12,7 +12,7 @@ use super::lists::{self, ListKind, Lists};
 use super::mirrors::{self, ControlView};
 use crate::config::{Config, FlowConfig};
 use crate::error::Error;
-use crate::mirror::{MirrorAction, MirrorCommand, MirrorRecord};
+use crate::mirror::{GroupFilters, LinkSettings, MirrorAction, MirrorCommand, MirrorRecord};
 
 /// Why an operator change was refused or failed.
 #[derive(Debug)]
@@ -352,6 +352,88 @@ pub async fn mirror_command<'a>(
         target,
         command,
         record,
+    })
+}
+
+/// A change of a link's consumer offset sync (like `strait mirror configure`); absent fields
+/// keep their values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkChange {
+    /// Cluster Linking group filters JSON.
+    pub group_filters: Option<String>,
+    /// Sync interval in milliseconds (not 0).
+    pub sync_ms: Option<u64>,
+    /// Sync on or off.
+    pub enable: Option<bool>,
+}
+
+/// Link settings stored for running instances to apply.
+pub struct LinkSent<'a> {
+    /// The mirror flow.
+    pub flow: &'a FlowConfig,
+    /// Its target cluster.
+    pub target: crate::client::Cluster,
+    /// The settings as stored.
+    pub settings: LinkSettings,
+}
+
+/// Stores `change` over the link's current settings (the one mirror flow `link` selects); a
+/// running instance applies them within a second.
+pub async fn configure_link<'a>(
+    config: &'a Config,
+    link: Option<&str>,
+    change: &LinkChange,
+) -> Result<LinkSent<'a>, AdminError> {
+    let flows = mirror_flows(config, link)?;
+    let [f] = flows.as_slice() else {
+        let known: Vec<String> = flows.iter().map(|f| f.link_name()).collect();
+        return Err(AdminError::BadInput {
+            field: "link",
+            message: format!(
+                "several mirror links ({}); name one with --link",
+                known.join(", ")
+            ),
+        });
+    };
+    let filters = match &change.group_filters {
+        Some(j) => Some(GroupFilters::parse(j).map_err(|e| AdminError::BadInput {
+            field: "consumer_offset_group_filters",
+            message: e.to_string(),
+        })?),
+        None => None,
+    };
+    if filters.is_none() && change.sync_ms.is_none() && change.enable.is_none() {
+        return Err(AdminError::BadInput {
+            field: "consumer_offset_sync_enable",
+            message: "nothing to change: give consumer_offset_group_filters, consumer_offset_sync_ms or consumer_offset_sync_enable".into(),
+        });
+    }
+    if change.sync_ms == Some(0) {
+        return Err(AdminError::BadInput {
+            field: "consumer_offset_sync_ms",
+            message: "an interval of zero is not allowed".into(),
+        });
+    }
+    let link = f.link_name();
+    let target = super::connect_once(config, &f.target).await?;
+    let view = mirrors::read_view(&target, &f.source, &link).await?;
+    let mut settings: LinkSettings = view.link.clone().unwrap_or_default();
+    settings.version = super::store::now_ms().max(settings.version + 1);
+    if let Some(fl) = filters {
+        settings.consumer_offset_group_filters = Some(fl);
+    }
+    if let Some(ms) = change.sync_ms {
+        settings.consumer_offset_sync_ms = Some(ms);
+    }
+    if let Some(e) = change.enable {
+        settings.consumer_offset_sync_enable = Some(e);
+    }
+    let rf = super::cluster_settings(config, &f.target)?.replication_factor;
+    mirrors::write_link(&target, &link, &settings, rf).await?;
+    Ok(LinkSent {
+        flow: f,
+        target,
+        settings,
     })
 }
 
