@@ -459,4 +459,49 @@ mod tests {
         task.await.unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A write's body is read only with the write token, and only up to [`MAX_BODY_BYTES`].
+    #[tokio::test]
+    async fn write_bodies_are_bounded_and_read_only_with_the_write_token() {
+        let observer = Arc::new(Observer::new());
+        let (_status, rx) = watch::channel(FlowStatus {
+            name: "a->b".into(),
+            mirrors: Vec::new(),
+            members: Vec::new(),
+            partitions: Vec::new(),
+        });
+        let config = Arc::new(crate::config::Config::new("test"));
+        let server = Arc::new(
+            Server::new(observer, BTreeMap::from([("a->b".to_string(), rx)])).with_write_api(
+                super::super::write_api::WriteApi::new(crate::secret::Secret::literal("w"), config),
+            ),
+        );
+        let (listener, addr) = bind("127.0.0.1:0").unwrap();
+        let (stop, shutdown) = watch::channel(false);
+        let task = tokio::spawn(server.run(listener, None, shutdown));
+        let addr = addr.to_string();
+        let post = |auth: &str, len: usize| {
+            format!(
+                "POST /api/flows/a-%3Eb/topics HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {len}\r\nConnection: close\r\n\r\n"
+            )
+        };
+        let text = raw(&addr, post("", 2).as_bytes()).await;
+        assert!(text.starts_with("HTTP/1.1 401 "), "{text}");
+        let text = raw(&addr, post("Authorization: Bearer r\r\n", 2).as_bytes()).await;
+        assert!(text.starts_with("HTTP/1.1 403 "), "{text}");
+        let text = raw(
+            &addr,
+            post("Authorization: Bearer w\r\n", MAX_BODY_BYTES + 1).as_bytes(),
+        )
+        .await;
+        assert!(text.starts_with("HTTP/1.1 413 "), "{text}");
+        // Read and answered: no such flow in this configuration.
+        let mut req = post("Authorization: Bearer w\r\n", 2);
+        req.push_str("{}");
+        let text = raw(&addr, req.as_bytes()).await;
+        assert!(text.starts_with("HTTP/1.1 404 "), "{text}");
+        assert!(text.contains("no flow named"), "{text}");
+        stop.send(true).unwrap();
+        task.await.unwrap();
+    }
 }
