@@ -787,6 +787,23 @@ replication_factor = 3
         assert_eq!(h.addr, DEFAULT_HTTP_LISTEN);
         assert_eq!(h.token.as_ref().unwrap().expose(), "tok-xyz");
         assert!(!format!("{h:?}").contains("tok-xyz"));
+        assert!(h.write_token.is_none());
+        let c = parse_toml(
+            &format!(
+                "{TWO}[http]\ntoken = \"r\"\nwrite_token = {{ env = \"STRAIT_CFG_TEST_TOKEN\" }}\n"
+            ),
+            "h.toml",
+        )
+        .unwrap();
+        let h = c.http.unwrap();
+        assert_eq!(h.write_token.as_ref().unwrap().expose(), "tok-xyz");
+        assert!(!format!("{h:?}").contains("tok-xyz"));
+        let e = parse_toml(
+            &format!("{TWO}[http]\ntoken = \"same\"\nwrite_token = \"same\"\n"),
+            "h.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "http.write_token");
         let e = parse_toml(&format!("http = \"0.0.0.0:8083\"\n{TWO}"), "h.toml").unwrap_err();
         assert_eq!(e.key, "http");
         assert!(e.problem.contains("allow_remote"), "{e}");
