@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use strait::config::Config;
-use strait::replicate::lists::{self, ListKind, Lists};
+use strait::replicate::admin::{self, ListChange};
+use strait::replicate::lists::ListKind;
 use strait::{Error, Result};
 
 /// Arguments of `strait topics` and `strait groups`.
@@ -38,82 +38,32 @@ pub struct ListArgs {
     pub list: bool,
 }
 
-fn config_lists(config: &Config, kind: ListKind, source: &str, target: &str) -> Result<Lists> {
-    let flow = config
-        .flows
-        .iter()
-        .find(|f| f.source == source && f.target == target)
-        .ok_or_else(|| {
-            let known: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
-            Error::invalid(format!(
-                "{}: no flow {source}->{target} (flows: {})",
-                config.origin,
-                known.join(", ")
-            ))
-        })?;
-    Ok(match kind {
-        ListKind::Topics => Lists {
-            include: flow.topics.clone(),
-            exclude: flow.topics_exclude.clone(),
-        },
-        ListKind::Groups => Lists {
-            include: flow.groups.clone(),
-            exclude: flow.groups_exclude.clone(),
-        },
-    })
-}
-
 /// Applies the changes and returns the resulting lists as text.
 pub async fn run(args: &ListArgs, kind: ListKind) -> Result<String> {
     let config = strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
-    let initial = config_lists(&config, kind, &args.source, &args.target)?;
-    for re in args.add.iter().chain(&args.add_exclude) {
-        regex::Regex::new(&format!("^(?:{re})$"))
-            .map_err(|e| Error::invalid(format!("bad regex {re:?}: {e}")))?;
-    }
-    let replication_factor =
-        strait::replicate::cluster_settings(&config, &args.target)?.replication_factor;
-    let target = strait::replicate::connect_once(&config, &args.target).await?;
-    let mut current = lists::read(&target, kind, &args.source, &args.target)
-        .await?
-        .unwrap_or(initial);
-    let before = current.clone();
-    for re in &args.add {
-        if !current.include.contains(re) {
-            current.include.push(re.clone());
-        }
-    }
-    current.include.retain(|r| !args.remove.contains(r));
-    for re in &args.add_exclude {
-        if !current.exclude.contains(re) {
-            current.exclude.push(re.clone());
-        }
-    }
-    current.exclude.retain(|r| !args.remove_exclude.contains(r));
-    if current != before {
-        lists::write(
-            &target,
-            kind,
-            &args.source,
-            &args.target,
-            &current,
-            replication_factor,
-        )
-        .await?;
-    }
+    let change = ListChange {
+        add: args.add.clone(),
+        remove: args.remove.clone(),
+        add_exclude: args.add_exclude.clone(),
+        remove_exclude: args.remove_exclude.clone(),
+    };
+    let outcome = admin::change_lists(&config, kind, &args.source, &args.target, &change)
+        .await
+        .map_err(admin::AdminError::into_error)?;
+    let current = outcome.lists;
     let what = match kind {
         ListKind::Topics => "topics",
         ListKind::Groups => "groups",
     };
     let mut out = String::new();
-    if current != before {
+    if outcome.changed {
         let _ = writeln!(
             out,
             "updated {what} lists of {}->{} (stored in cluster {})",
             args.source, args.target, args.target
         );
     }
-    if args.list || current != before {
+    if args.list || outcome.changed {
         let _ = writeln!(out, "{what} allowed for {}->{}:", args.source, args.target);
         for r in &current.include {
             let _ = writeln!(out, "  {r}");

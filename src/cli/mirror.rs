@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use strait::client::{Cluster, FetchRead, EARLIEST, LATEST};
-use strait::config::{Config, FlowConfig, FlowMode};
+use strait::config::{Config, FlowConfig};
 use strait::mirror::{
-    lag, offsets_mode, GroupFilters, LinkSettings, MirrorAction, MirrorCommand,
-    MirrorPartitionStatus, MirrorRecord, MirrorState,
+    lag, offsets_mode, MirrorAction, MirrorPartitionStatus, MirrorRecord, MirrorState,
 };
 use strait::offsets::OffsetMap;
 use strait::records::batch::{split, Entry};
+use strait::replicate::admin;
 use strait::replicate::mirrors::{self, ControlView};
 use strait::replicate::store;
 use strait::{Error, Result};
@@ -134,36 +134,7 @@ fn load(t: &Target) -> Result<Config> {
 
 /// The mirror flows `t` selects: the one named by `--link`, or all of them.
 fn mirror_flows<'a>(config: &'a Config, t: &Target) -> Result<Vec<&'a FlowConfig>> {
-    let all: Vec<&FlowConfig> = config
-        .flows
-        .iter()
-        .filter(|f| f.mode == FlowMode::Mirror)
-        .collect();
-    if all.is_empty() {
-        return Err(Error::invalid(format!(
-            "{}: no mirror flow (a flow with mode = \"mirror\")",
-            config.origin
-        )));
-    }
-    match &t.link {
-        None => Ok(all),
-        Some(l) => {
-            let found: Vec<&FlowConfig> = all
-                .iter()
-                .copied()
-                .filter(|f| f.link_name() == *l || f.name() == *l)
-                .collect();
-            if found.is_empty() {
-                let known: Vec<String> = all.iter().map(|f| f.link_name()).collect();
-                return Err(Error::invalid(format!(
-                    "{}: no mirror link {l:?} (links: {})",
-                    config.origin,
-                    known.join(", ")
-                )));
-            }
-            Ok(found)
-        }
-    }
+    admin::mirror_flows(config, t.link.as_deref()).map_err(admin::AdminError::into_error)
 }
 
 /// The one mirror flow that mirrors `topic` (by its stored record), with its target and view.
@@ -172,25 +143,9 @@ async fn flow_of_topic<'a>(
     t: &Target,
     topic: &str,
 ) -> Result<(&'a FlowConfig, Cluster, ControlView)> {
-    let mut names = Vec::new();
-    for f in mirror_flows(config, t)? {
-        let target = strait::replicate::connect_once(config, &f.target).await?;
-        let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
-        if view.records.contains_key(topic) {
-            return Ok((f, target, view));
-        }
-        names.extend(view.records.keys().cloned());
-    }
-    names.sort();
-    Err(Error::invalid(format!(
-        "topic {topic:?} is not a mirror topic of {} (mirror topics: {})",
-        t.link.as_deref().unwrap_or("any mirror link"),
-        if names.is_empty() {
-            "none yet; `strait run` creates them".to_string()
-        } else {
-            names.join(", ")
-        }
-    )))
+    admin::flow_of_topic(config, t.link.as_deref(), topic)
+        .await
+        .map_err(admin::AdminError::into_error)
 }
 
 /// A mirror's state as the status shows it: `stopped(partitions=0,3)` while partitions are
@@ -451,21 +406,15 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
 
 async fn command(a: &TopicArgs, action: MirrorAction) -> Result<String> {
     let config = load(&a.target)?;
-    let (f, target, view) = flow_of_topic(&config, &a.target, &a.topic).await?;
-    let rec = &view.records[&a.topic];
-    if rec.state.is_stopped() {
-        return Err(Error::invalid(format!(
-            "topic {}: the mirror already ended ({}); it is an ordinary topic now",
-            a.topic,
-            rec.state.as_str()
-        )));
-    }
-    let rf = strait::replicate::cluster_settings(&config, &f.target)?.replication_factor;
-    let cmd = MirrorCommand {
-        action,
-        at_ms: store::now_ms().max(rec.command_at_ms + 1),
-    };
-    mirrors::write_command(&target, &f.source, &a.topic, &cmd, rf).await?;
+    let admin::MirrorSent {
+        flow: f,
+        target,
+        command: cmd,
+        record,
+    } = admin::mirror_command(&config, a.target.link.as_deref(), &a.topic, action)
+        .await
+        .map_err(admin::AdminError::into_error)?;
+    let rec = &record;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(a.timeout);
     let mut last = rec.clone();
     loop {
@@ -534,47 +483,24 @@ async fn configure(
     timeout: u64,
 ) -> Result<String> {
     let config = load(t)?;
-    let flows = mirror_flows(&config, t)?;
-    let [f] = flows.as_slice() else {
-        let known: Vec<String> = flows.iter().map(|f| f.link_name()).collect();
-        return Err(Error::invalid(format!(
-            "several mirror links ({}); name one with --link",
-            known.join(", ")
-        )));
+    let change = admin::LinkChange {
+        group_filters: filters.map(str::to_string),
+        sync_ms,
+        enable,
     };
-    let filters = match filters {
-        Some(j) => Some(
-            GroupFilters::parse(j)
-                .map_err(|e| Error::invalid(format!("--consumer-offset-group-filters: {e}")))?,
-        ),
-        None => None,
-    };
-    if filters.is_none() && sync_ms.is_none() && enable.is_none() {
-        return Err(Error::invalid(
-            "nothing to change: give --consumer-offset-group-filters, --consumer-offset-sync-ms or --consumer-offset-sync-enable",
-        ));
-    }
-    if sync_ms == Some(0) {
-        return Err(Error::invalid(
-            "--consumer-offset-sync-ms: an interval of zero is not allowed",
-        ));
-    }
+    let admin::LinkSent {
+        flow: f,
+        target,
+        settings,
+    } = admin::configure_link(&config, t.link.as_deref(), &change)
+        .await
+        .map_err(|e| match e {
+            admin::AdminError::BadInput { field, message } if field != "link" => {
+                Error::invalid(format!("--{}: {message}", field.replace('_', "-")))
+            }
+            e => e.into_error(),
+        })?;
     let link = f.link_name();
-    let target = strait::replicate::connect_once(&config, &f.target).await?;
-    let view = mirrors::read_view(&target, &f.source, &link).await?;
-    let mut settings: LinkSettings = view.link.clone().unwrap_or_default();
-    settings.version = store::now_ms().max(settings.version + 1);
-    if let Some(fl) = filters {
-        settings.consumer_offset_group_filters = Some(fl);
-    }
-    if let Some(ms) = sync_ms {
-        settings.consumer_offset_sync_ms = Some(ms);
-    }
-    if let Some(e) = enable {
-        settings.consumer_offset_sync_enable = Some(e);
-    }
-    let rf = strait::replicate::cluster_settings(&config, &f.target)?.replication_factor;
-    mirrors::write_link(&target, &link, &settings, rf).await?;
     let (en, every, fl) = mirrors::effective(f, Some(&settings));
     let summary = format!(
         "link {link}: consumer offset sync {}, group filters {}",

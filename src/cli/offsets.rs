@@ -5,8 +5,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use strait::client::Cluster;
-use strait::replicate::groups;
+use strait::replicate::admin;
 use strait::{Error, Result};
 
 /// Arguments of `strait offsets` and `strait failover`.
@@ -33,24 +32,19 @@ pub struct OffsetsArgs {
     pub dry_run: bool,
 }
 
-async fn translated(args: &OffsetsArgs) -> Result<(Cluster, Vec<(String, i32, i64)>)> {
+async fn translated(args: &OffsetsArgs) -> Result<Vec<(String, i32, i64)>> {
     let config = strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
-    strait::replicate::cluster_settings(&config, &args.source)?;
-    let target = strait::replicate::connect_once(&config, &args.target).await?;
-    let offsets: Vec<(String, i32, i64)> = groups::read_checkpoints(&target, &args.source)
-        .await?
-        .into_values()
-        .filter(|c| c.consumer_group_id == args.group)
-        .map(|c| (c.topic, c.partition, c.downstream_offset))
-        .collect();
-    if offsets.is_empty() {
-        return Err(Error::invalid(format!(
-            "no checkpoint for group {:?} from cluster {} (is the flow {}->{} running with the group in its lists?)",
-            args.group, args.source, args.source, args.target
-        ))
-        .cluster(&args.target));
-    }
-    Ok((target, offsets))
+    let (_, offsets) = admin::translated_offsets(&config, &args.source, &args.target, &args.group)
+        .await
+        .map_err(|e| e.into_error().cluster(&args.target))?;
+    Ok(triples(&offsets))
+}
+
+fn triples(offsets: &[admin::GroupOffset]) -> Vec<(String, i32, i64)> {
+    offsets
+        .iter()
+        .map(|o| (o.topic.clone(), o.partition, o.offset))
+        .collect()
 }
 
 /// The offsets as a `GROUP TOPIC PARTITION <offset_header>` table.
@@ -69,7 +63,7 @@ fn table(group: &str, offset_header: &str, offsets: &[(String, i32, i64)]) -> St
 
 /// `strait offsets`: the group's offsets on the target.
 pub async fn offsets(args: &OffsetsArgs) -> Result<String> {
-    let (_, offsets) = translated(args).await?;
+    let offsets = translated(args).await?;
     if !args.export {
         return Ok(table(&args.group, "OFFSET", &offsets));
     }
@@ -82,18 +76,17 @@ pub async fn offsets(args: &OffsetsArgs) -> Result<String> {
 
 /// `strait failover`: commits the group's translated offsets on the target.
 pub async fn failover(args: &OffsetsArgs) -> Result<String> {
-    let (target, offsets) = translated(args).await?;
-    let active = groups::active_members(&target, &args.group).await?;
-    if active > 0 {
-        return Err(Error::invalid(format!(
-            "group {:?} has {active} active member(s); stop its consumers on {} before failing over",
-            args.group, args.target
-        ))
-        .cluster(&args.target));
-    }
-    if !args.dry_run {
-        groups::commit(&target, &args.group, &offsets).await?;
-    }
+    let config = strait::config::load(&args.config).map_err(|e| Error::invalid(e.to_string()))?;
+    let offsets = admin::failover_group(
+        &config,
+        &args.source,
+        &args.target,
+        &args.group,
+        args.dry_run,
+    )
+    .await
+    .map_err(|e| e.into_error().cluster(&args.target))?;
+    let offsets = triples(&offsets);
     let mut out = table(&args.group, "NEW-OFFSET", &offsets);
     let _ = writeln!(
         out,

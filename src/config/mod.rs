@@ -74,6 +74,7 @@
 //! # ... or a key store: tls_keystore_location, tls_keystore_type, tls_keystore_password,
 //! # tls_key_password, tls_keystore_alias (as ssl_keystore_* of a cluster)
 //! token = { env = "STRAIT_HTTP_TOKEN" }  # optional bearer token
+//! write_token = { env = "STRAIT_HTTP_WRITE_TOKEN" }  # optional: turns the write API on
 //! ```
 //!
 //! Topic and group lists are regular expressions (the `regex` crate's syntax) that must match a
@@ -220,6 +221,9 @@ pub struct HttpSettings {
     pub tls_keystore_alias: Option<String>,
     /// Bearer token required on every request, if set.
     pub token: Option<Secret>,
+    /// Bearer token of the write API (`POST /api/...`); without it the write API is off.
+    /// Distinct from [`HttpSettings::token`].
+    pub write_token: Option<Secret>,
 }
 
 impl HttpSettings {
@@ -234,6 +238,7 @@ impl HttpSettings {
             tls_key_password: None,
             tls_keystore_alias: None,
             token: None,
+            write_token: None,
         }
     }
 }

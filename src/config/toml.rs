@@ -68,6 +68,7 @@ const HTTP_KEYS: &[&str] = &[
     "tls_key_password",
     "tls_keystore_alias",
     "token",
+    "write_token",
 ];
 
 /// MM2 keys a user may carry over into TOML by habit, and their TOML names.
@@ -569,6 +570,7 @@ fn toml_http(file: &str, v: &toml::Value) -> Result<HttpSettings, ConfigError> {
                     "tls_cert" => h.tls_cert = Some(toml_str(file, &kpath, v)?.into()),
                     "tls_key" => h.tls_key = Some(toml_str(file, &kpath, v)?.into()),
                     "token" => h.token = Some(toml_secret(file, &kpath, v)?),
+                    "write_token" => h.write_token = Some(toml_secret(file, &kpath, v)?),
                     _ => return Err(unknown_key(file, &kpath, key, HTTP_KEYS, "")),
                 }
             }
@@ -785,6 +787,23 @@ replication_factor = 3
         assert_eq!(h.addr, DEFAULT_HTTP_LISTEN);
         assert_eq!(h.token.as_ref().unwrap().expose(), "tok-xyz");
         assert!(!format!("{h:?}").contains("tok-xyz"));
+        assert!(h.write_token.is_none());
+        let c = parse_toml(
+            &format!(
+                "{TWO}[http]\ntoken = \"r\"\nwrite_token = {{ env = \"STRAIT_CFG_TEST_TOKEN\" }}\n"
+            ),
+            "h.toml",
+        )
+        .unwrap();
+        let h = c.http.unwrap();
+        assert_eq!(h.write_token.as_ref().unwrap().expose(), "tok-xyz");
+        assert!(!format!("{h:?}").contains("tok-xyz"));
+        let e = parse_toml(
+            &format!("{TWO}[http]\ntoken = \"same\"\nwrite_token = \"same\"\n"),
+            "h.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "http.write_token");
         let e = parse_toml(&format!("http = \"0.0.0.0:8083\"\n{TWO}"), "h.toml").unwrap_err();
         assert_eq!(e.key, "http");
         assert!(e.problem.contains("allow_remote"), "{e}");

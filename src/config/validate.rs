@@ -200,6 +200,15 @@ pub(super) fn check_http(
         )
         .allowed("127.0.0.1:PORT, [::1]:PORT or localhost:PORT"));
     }
+    if let (Some(read), Some(write)) = (&h.token, &h.write_token) {
+        if read.expose() == write.expose() {
+            return Err(ConfigError::new(
+                file,
+                "http.write_token",
+                "the write token must differ from the read token (http.token)",
+            ));
+        }
+    }
     if h.tls_keystore.is_some() && (h.tls_cert.is_some() || h.tls_key.is_some()) {
         let key = if h.tls_cert.is_some() {
             "http.tls_cert"

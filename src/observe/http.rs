@@ -1,6 +1,6 @@
 //! Routing and handlers of the status page, `/metrics` and the REST API.
 //!
-//! GET only. The router is sans-io: [`Server::route`] answers a [`Request`] (method,
+//! GETs here; the writes (`POST`) are [`super::write_api`]'s. The router is sans-io: [`Server::route`] answers a [`Request`] (method,
 //! percent-decoded path, query, headers) with a [`Response`], after an optional [`Authorize`]
 //! hook (for example a bearer token). The connections themselves (HTTP/1.1 through hyper,
 //! timeouts, size limits, TLS) are [`super::serve`]'s.
@@ -23,6 +23,9 @@ pub const TOKEN_COOKIE: &str = "strait_token";
 
 /// The status page.
 pub const PAGE: &str = include_str!("page.html");
+
+/// The OpenAPI document of the whole API, served at `/api/openapi.json`.
+pub const OPENAPI: &str = include_str!("openapi.json");
 
 /// A parsed request head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,6 +130,7 @@ pub struct Server {
     observer: Arc<Observer>,
     status: BTreeMap<String, watch::Receiver<FlowStatus>>,
     authorize: Option<Authorize>,
+    write: Option<super::write_api::WriteApi>,
 }
 
 impl Server {
@@ -139,7 +143,35 @@ impl Server {
             observer,
             status,
             authorize: None,
+            write: None,
         }
+    }
+
+    /// Turns the write API on (see [`super::write_api`]).
+    pub fn with_write_api(mut self, write: super::write_api::WriteApi) -> Server {
+        self.write = Some(write);
+        self
+    }
+
+    /// The answer to a `POST` on a write path, `body` read: 404 while the write API is off,
+    /// else the write token's check, then the write.
+    pub async fn write(&self, req: &Request, body: &[u8], peer: Option<SocketAddr>) -> Response {
+        match self.write_gate(req) {
+            Err(r) => r,
+            Ok(w) => w.handle(req, body, peer).await,
+        }
+    }
+
+    /// The write API when on and `req` carries its token; else the answer to send instead.
+    pub fn write_gate(&self, req: &Request) -> Result<&super::write_api::WriteApi, Response> {
+        let Some(w) = &self.write else {
+            return Err(Response::error(
+                404,
+                "the write API is off: set [http] write_token to turn it on",
+            ));
+        };
+        w.authorize(req)?;
+        Ok(w)
     }
 
     /// Checks every request with `authorize` before routing it.
@@ -152,8 +184,13 @@ impl Server {
         self.status.values().map(|r| r.borrow().clone()).collect()
     }
 
-    /// Answers one request.
+    /// Answers one request (a `POST` on a write path goes to [`Server::write`] instead).
     pub fn route(&self, req: &Request) -> Response {
+        if super::write_api::is_write_path(&req.path) {
+            let mut r = Response::error(405, "a write: only POST is supported");
+            r.headers.push(("Allow", "POST".to_string()));
+            return r;
+        }
         if let Some(auth) = &self.authorize {
             if let Err(r) = auth(req) {
                 return r;
@@ -182,6 +219,12 @@ impl Server {
                     .into_bytes(),
             },
             "/health" => Response::json(200, &serde_json::json!({ "status": "up" })),
+            "/api/openapi.json" => Response {
+                status: 200,
+                content_type: "application/json",
+                headers: Vec::new(),
+                body: OPENAPI.as_bytes().to_vec(),
+            },
             "/ready" => {
                 let doc = self.observer.status_doc(&self.statuses(), now_ms(), false);
                 let flows: Vec<_> = doc
@@ -523,5 +566,48 @@ mod tests {
             .status,
             401
         );
+    }
+
+    /// Every GET of the OpenAPI document is routed; every POST is a write path, answered 404
+    /// while the write API is off.
+    #[tokio::test]
+    async fn the_openapi_document_matches_the_router() {
+        let (s, _tx) = server();
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).unwrap();
+        let (code, body) = get(&s, "/api/openapi.json");
+        assert_eq!(
+            (
+                code,
+                serde_json::from_str::<serde_json::Value>(&body).unwrap()
+            ),
+            (200, doc.clone())
+        );
+        for (path, ops) in doc["paths"].as_object().unwrap() {
+            let concrete = path.replace("{flow}", "a->b");
+            for method in ops.as_object().unwrap().keys() {
+                match method.as_str() {
+                    "get" => {
+                        assert!(!super::super::write_api::is_write_path(&concrete), "{path}");
+                        let code = get(&s, &concrete).0.to_string();
+                        let documented = &ops["get"]["responses"];
+                        assert!(documented.get(&code).is_some(), "{path}: {code}");
+                        assert!(code == "200" || code == "503", "{path}: {code}");
+                    }
+                    "post" => {
+                        assert!(super::super::write_api::is_write_path(&concrete), "{path}");
+                        assert_eq!(get(&s, &concrete).0, 405, "{path}");
+                        let req = Request {
+                            method: "POST".into(),
+                            path: concrete.clone(),
+                            query: String::new(),
+                            headers: Vec::new(),
+                        };
+                        let r = s.write(&req, b"{}", None).await;
+                        assert_eq!(r.status, 404, "{path}");
+                    }
+                    m => panic!("{m}"),
+                }
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@ pub mod client;
 pub mod http;
 pub mod series;
 pub mod serve;
+pub mod write_api;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

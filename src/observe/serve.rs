@@ -6,15 +6,18 @@
 //! connection) is dropped, so idle and half-sent connections cost a task each for a few seconds
 //! and never delay `/health`. Request heads are bounded ([`MAX_HEAD_BYTES`], [`MAX_HEADERS`]:
 //! hyper answers 431 past them, 400 to a malformed head); a request with a body is answered 413
-//! and the connection closed. Routing is [`Server::route`]'s.
+//! and the connection closed, except a `POST` on a write route of
+//! [`super::write_api`], whose body (JSON, at most [`MAX_BODY_BYTES`]) is read once its token
+//! was accepted. Routing is [`Server::route`]'s and [`Server::write`]'s.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Shutdown;
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::server::conn::http1;
@@ -25,6 +28,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use super::http::{Request, Response, Server};
+use super::write_api::{is_write_path, MAX_BODY_BYTES};
 
 /// Time allowed for the TLS handshake, for the request head, and between two requests on a
 /// kept-alive connection; a client slower than this is dropped.
@@ -73,10 +77,10 @@ impl Server {
                     tokio::spawn(async move {
                         tracing::trace!(%peer, "status server: connection");
                         let Some(tls) = tls else {
-                            return me.connection(stream, shutdown).await;
+                            return me.connection_from(stream, Some(peer), shutdown).await;
                         };
                         match tokio::time::timeout(HEADER_TIMEOUT, tls.accept(stream)).await {
-                            Ok(Ok(s)) => me.connection(s, shutdown).await,
+                            Ok(Ok(s)) => me.connection_from(s, Some(peer), shutdown).await,
                             Ok(Err(e)) => tracing::debug!(%peer, "status server: TLS: {e}"),
                             Err(_) => tracing::debug!(%peer, "status server: TLS handshake timed out"),
                         }
@@ -94,9 +98,21 @@ impl Server {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        self.connection_from(stream, None, shutdown).await
+    }
+
+    /// [`Server::connection`] for a client at `peer` (named in the write API's audit lines).
+    pub async fn connection_from<S>(
+        self: Arc<Self>,
+        stream: S,
+        peer: Option<SocketAddr>,
+        shutdown: Shutdown,
+    ) where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let service = service_fn(move |req: hyper::Request<Incoming>| {
-            let answer = self.answer(&req);
-            async move { Ok::<_, Infallible>(answer) }
+            let me = self.clone();
+            async move { Ok::<_, Infallible>(me.answer(req, peer).await) }
         });
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
@@ -119,32 +135,79 @@ impl Server {
         let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
     }
 
-    /// The answer to one request (its body, if any, is never read).
-    fn answer(&self, req: &hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
-        let headers = req
-            .headers()
+    /// The answer to one request. A body is read only for a write whose token was accepted.
+    async fn answer(
+        &self,
+        req: hyper::Request<Incoming>,
+        peer: Option<SocketAddr>,
+    ) -> hyper::Response<Full<Bytes>> {
+        let (parts, body) = req.into_parts();
+        let headers = parts
+            .headers
             .iter()
             .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
             .collect();
-        let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
-        let has_body = req.headers().contains_key(hyper::header::TRANSFER_ENCODING)
-            || req
-                .headers()
+        let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+        let length = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|n| n.to_str().ok())
+            .and_then(|n| n.trim().parse::<u64>().ok());
+        let has_body = parts.headers.contains_key(hyper::header::TRANSFER_ENCODING)
+            || parts
+                .headers
                 .get(CONTENT_LENGTH)
                 .is_some_and(|n| n.as_bytes() != b"0");
-        let response = match Request::new(req.method().as_str(), target, headers) {
-            None => Response::error(400, "malformed request: bad percent escape"),
-            Some(_) if has_body => Response::error(413, "requests with a body are not accepted"),
-            Some(r) => self.route(&r),
-        };
-        let mut answer = to_hyper(response);
-        if has_body {
-            // The body is not read: the connection ends with this answer.
+        // An answer sent without reading the request's body ends the connection.
+        let unread = |r: Response| {
+            let mut answer = to_hyper(r);
+            if has_body {
+                answer
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
             answer
-                .headers_mut()
-                .insert(CONNECTION, HeaderValue::from_static("close"));
+        };
+        let r = match Request::new(parts.method.as_str(), target, headers) {
+            None => {
+                return unread(Response::error(
+                    400,
+                    "malformed request: bad percent escape",
+                ))
+            }
+            Some(r) => r,
+        };
+        if r.method != "POST" || !is_write_path(&r.path) {
+            if has_body {
+                return unread(Response::error(
+                    413,
+                    "requests with a body are not accepted",
+                ));
+            }
+            return to_hyper(self.route(&r));
         }
-        answer
+        if let Err(refused) = self.write_gate(&r) {
+            return unread(refused);
+        }
+        if length.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+            return unread(Response::error(
+                413,
+                &format!("the body is over {MAX_BODY_BYTES} bytes"),
+            ));
+        }
+        let bytes = if has_body {
+            let read = Limited::new(body, MAX_BODY_BYTES).collect();
+            match tokio::time::timeout(HEADER_TIMEOUT, read).await {
+                Ok(Ok(c)) => c.to_bytes(),
+                Ok(Err(e)) => {
+                    return unread(Response::error(413, &format!("cannot read the body: {e}")))
+                }
+                Err(_) => return unread(Response::error(408, "the body did not arrive in time")),
+            }
+        } else {
+            Bytes::new()
+        };
+        to_hyper(self.write(&r, &bytes, peer).await)
     }
 }
 
@@ -395,5 +458,50 @@ mod tests {
         stop.send(true).unwrap();
         task.await.unwrap();
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A write's body is read only with the write token, and only up to [`MAX_BODY_BYTES`].
+    #[tokio::test]
+    async fn write_bodies_are_bounded_and_read_only_with_the_write_token() {
+        let observer = Arc::new(Observer::new());
+        let (_status, rx) = watch::channel(FlowStatus {
+            name: "a->b".into(),
+            mirrors: Vec::new(),
+            members: Vec::new(),
+            partitions: Vec::new(),
+        });
+        let config = Arc::new(crate::config::Config::new("test"));
+        let server = Arc::new(
+            Server::new(observer, BTreeMap::from([("a->b".to_string(), rx)])).with_write_api(
+                super::super::write_api::WriteApi::new(crate::secret::Secret::literal("w"), config),
+            ),
+        );
+        let (listener, addr) = bind("127.0.0.1:0").unwrap();
+        let (stop, shutdown) = watch::channel(false);
+        let task = tokio::spawn(server.run(listener, None, shutdown));
+        let addr = addr.to_string();
+        let post = |auth: &str, len: usize| {
+            format!(
+                "POST /api/flows/a-%3Eb/topics HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {len}\r\nConnection: close\r\n\r\n"
+            )
+        };
+        let text = raw(&addr, post("", 2).as_bytes()).await;
+        assert!(text.starts_with("HTTP/1.1 401 "), "{text}");
+        let text = raw(&addr, post("Authorization: Bearer r\r\n", 2).as_bytes()).await;
+        assert!(text.starts_with("HTTP/1.1 403 "), "{text}");
+        let text = raw(
+            &addr,
+            post("Authorization: Bearer w\r\n", MAX_BODY_BYTES + 1).as_bytes(),
+        )
+        .await;
+        assert!(text.starts_with("HTTP/1.1 413 "), "{text}");
+        // Read and answered: no such flow in this configuration.
+        let mut req = post("Authorization: Bearer w\r\n", 2);
+        req.push_str("{}");
+        let text = raw(&addr, req.as_bytes()).await;
+        assert!(text.starts_with("HTTP/1.1 404 "), "{text}");
+        assert!(text.contains("no flow named"), "{text}");
+        stop.send(true).unwrap();
+        task.await.unwrap();
     }
 }

@@ -40,6 +40,7 @@ struct Listener {
     local: SocketAddr,
     tls: Option<Arc<rustls::ServerConfig>>,
     token: Option<Secret>,
+    write_token: Option<Secret>,
 }
 
 /// Starts every enabled flow of `config`; they run until `shutdown` turns true or its sender
@@ -82,7 +83,7 @@ pub fn spawn(
         let (name, rx) = task.spawn(&mut tasks);
         status.insert(name, rx);
     }
-    let http = listener.map(|l| serve_http(l, &observer, &status, &shutdown));
+    let http = listener.map(|l| serve_http(l, &observer, &status, &config, &shutdown));
     let done = tokio::spawn(join_flows(tasks, members));
     Ok(Engine {
         status,
@@ -124,6 +125,7 @@ fn warn_literal_secrets(config: &Config) {
     if let Some(h) = &config.http {
         let http_secrets = [
             (h.token.as_ref(), "the HTTP token"),
+            (h.write_token.as_ref(), "the HTTP write token"),
             (
                 h.tls_keystore.as_ref().and_then(|k| k.password.as_ref()),
                 "the HTTP key store password",
@@ -175,6 +177,7 @@ fn bind_http(config: &Config) -> std::result::Result<Option<Listener>, Replicato
         local,
         tls,
         token: h.token.clone(),
+        write_token: h.write_token.clone(),
     }))
 }
 
@@ -322,11 +325,16 @@ fn serve_http(
     listener: Listener,
     observer: &Arc<Observer>,
     status: &BTreeMap<String, watch::Receiver<FlowStatus>>,
+    config: &Arc<Config>,
     shutdown: &Shutdown,
 ) -> SocketAddr {
     let mut server = observe::http::Server::new(observer.clone(), status.clone());
     if let Some(token) = listener.token {
         server = server.with_authorize(observe::http::token_gate(token));
+    }
+    let writes = listener.write_token.is_some();
+    if let Some(token) = listener.write_token {
+        server = server.with_write_api(observe::write_api::WriteApi::new(token, config.clone()));
     }
     let scheme = if listener.tls.is_some() {
         "https"
@@ -336,8 +344,9 @@ fn serve_http(
     let tls = listener.tls.map(tokio_rustls::TlsAcceptor::from);
     tokio::spawn(Arc::new(server).run(listener.socket, tls, shutdown.clone()));
     tracing::info!(
-        "status page, /metrics and the REST API at {scheme}://{}/",
-        listener.local
+        "status page, /metrics and the REST API at {scheme}://{}/ (write API {})",
+        listener.local,
+        if writes { "on" } else { "off" }
     );
     listener.local
 }

@@ -13,6 +13,7 @@
 //!   memberships and the HTTP listener.
 //! - [`takeover`]: partitions taken over from MirrorMaker 2 (`takeover_from = "mm2"`).
 
+pub mod admin;
 pub mod duties;
 mod engine;
 pub mod flow;
