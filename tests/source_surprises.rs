@@ -185,7 +185,7 @@ fn a_source_topic_created_again_while_running_stops_its_partitions() {
     assert_eq!(
         target_total(&b_direct),
         100,
-        "nothing of the new topic copied"
+        "nothing of the new topic copied:\n{log}"
     );
     assert_eq!(target_values(&b_direct, 100), expected("old", 0..100));
     proxy.assert_clean();
