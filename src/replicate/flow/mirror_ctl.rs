@@ -164,7 +164,7 @@ impl Flow {
             let ps: Vec<i32> = parts.iter().map(|st| st.partition).collect();
             let next: HashMap<i32, i64> = parts
                 .iter()
-                .map(|st| (st.partition, st.map.source_next()))
+                .map(|st| (st.partition, st.map().source_next()))
                 .collect();
             let ends = self.source.list_offsets(&topic, &ps, LATEST).await?;
             if ends.iter().any(|(p, end)| next.get(p) != Some(end)) {
@@ -179,7 +179,7 @@ impl Flow {
                     .map(|st| {
                         (
                             (st.source_topic.clone(), st.partition),
-                            (st.target_topic.clone(), st.map.clone()),
+                            (st.target_topic.clone(), st.map().clone()),
                         )
                     })
                     .collect();
@@ -218,7 +218,7 @@ impl Flow {
                 by_topic
                     .entry(st.target_topic.clone())
                     .or_default()
-                    .push((k.clone(), st.map.target_next()));
+                    .push((k.clone(), st.map().target_next()));
             }
         }
         let tgt = self.target.name().to_string();

@@ -33,7 +33,7 @@ impl Flow {
                 Flushed {
                     key: k.clone(),
                     take_up: st.take_up,
-                    at: st.acked,
+                    at: st.acked(),
                 },
             ));
         }
@@ -64,13 +64,14 @@ impl Flow {
             if st.records == 0 && st.synced_delta.is_some() {
                 continue;
             }
-            let delta = st.acked.target_next - st.acked.source_next;
-            if st.synced_delta != Some(delta) && st.acked.target_next > 0 {
+            let acked = st.acked();
+            let delta = acked.target_next - acked.source_next;
+            if st.synced_delta != Some(delta) && acked.target_next > 0 {
                 let sync = mm2::OffsetSync {
                     topic: st.source_topic.clone(),
                     partition: st.partition,
-                    upstream_offset: st.acked.source_next,
-                    downstream_offset: st.acked.target_next,
+                    upstream_offset: acked.source_next,
+                    downstream_offset: acked.target_next,
                 };
                 match sync.encode_key() {
                     Ok(k) => records.push((Bytes::from(k), Some(Bytes::from(sync.encode_value())))),

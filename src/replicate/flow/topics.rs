@@ -103,12 +103,12 @@ impl Flow {
             .iter()
             .filter_map(|(k, st)| {
                 let now = wanted.get(&*k.0).and_then(|w| w.1)?;
-                let was = st.topic_id?;
+                let was = st.topic_id()?;
                 (was != now).then_some((k, st, was, now))
             })
             .collect();
         for (k, st, was, now) in changed {
-            let why = recreated_message(self.source.name(), &k.0, k.1, &st.map, was, now);
+            let why = recreated_message(self.source.name(), &k.0, k.1, st.map(), was, now);
             self.stop_partition(k, why, "source_topic_recreated");
         }
     }
@@ -147,9 +147,9 @@ impl Flow {
         let Some(st) = view.parts.get(k) else {
             return;
         };
-        let msg = match (st.topic_id, now) {
+        let msg = match (st.topic_id(), now) {
             (Some(was), Some(now)) if was != now => {
-                recreated_message(&src, &k.0, k.1, &st.map, was, now)
+                recreated_message(&src, &k.0, k.1, st.map(), was, now)
             }
             _ => format!(
                 "cluster {src}, topic {}, partition {}, offset {}: the source log now ends at {}, below the position strait replicated up to; records were removed from the source log after they were copied (an unclean leader election truncates a log this way); replication stopped so that no offset is read twice with another meaning (the {} records copied stay on the target)",
@@ -157,7 +157,7 @@ impl Flow {
                 k.1,
                 st.next_offset,
                 end.map_or_else(|| "an unknown offset".to_string(), |e| e.to_string()),
-                st.map.target_next()
+                st.map().target_next()
             ),
         };
         self.stop_partition(k, msg, "source_truncated");
@@ -175,7 +175,7 @@ impl Flow {
     /// partition's map, else its stored progress.
     fn written_into(&self, topic: &str, partition: i32, view: &PathView) -> i64 {
         match view.parts.get(&(Arc::from(topic), partition)) {
-            Some(st) => st.map.target_next(),
+            Some(st) => st.map().target_next(),
             None => self
                 .stored_progress
                 .get(&progress::key(self.source.name(), topic, partition))

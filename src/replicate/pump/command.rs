@@ -140,17 +140,14 @@ pub struct PartView {
     pub target_topic: String,
     /// Partition index.
     pub partition: i32,
-    /// What is on the target (its end is the acknowledged position).
-    pub map: OffsetMap,
     /// The next source offset planned.
     pub next_offset: i64,
     /// Why it stopped (`None`: running).
     pub failed: Option<String>,
     /// Nothing queued and nothing in flight.
     pub idle: bool,
-    /// The acknowledged position.
-    pub acked: Progress,
-    /// What its progress record says now (position, writer, topic id, leader epoch).
+    /// What its progress record says now: the offset map (what is on the target, its end the
+    /// acknowledged position), the writer, the topic id and the leader epoch.
     pub stored: Stored,
     /// Last position written to the progress topic.
     pub flushed: Option<Progress>,
@@ -162,8 +159,6 @@ pub struct PartView {
     pub records: u64,
     /// Batch bytes acknowledged since the take-up.
     pub bytes: u64,
-    /// The source topic's id the position belongs to.
-    pub topic_id: Option<[u8; 16]>,
 }
 
 impl PartView {
@@ -173,23 +168,35 @@ impl PartView {
             source_topic: st.source_topic.clone(),
             target_topic: st.target_topic.clone(),
             partition: st.partition,
-            map: st.map.clone(),
             next_offset: st.planner.next_offset(),
             failed: st.failed.clone(),
             idle: st.queue.is_empty() && st.in_flight == 0,
-            acked: st.acked(),
             stored: st.stored(),
             flushed: st.flushed,
             take_up: st.epoch >> 32,
             synced_delta: st.synced_delta,
             records: st.records,
             bytes: st.bytes,
-            topic_id: st.topic_id,
         }
+    }
+
+    /// What is on the target; its end is the acknowledged position.
+    pub fn map(&self) -> &OffsetMap {
+        &self.stored.map
+    }
+
+    /// The acknowledged position.
+    pub fn acked(&self) -> Progress {
+        Progress::from(&self.stored.map)
+    }
+
+    /// The source topic's id the position belongs to.
+    pub fn topic_id(&self) -> Option<[u8; 16]> {
+        self.stored.topic_id
     }
 
     /// Whether its progress record is behind the acknowledged position.
     pub fn unflushed(&self) -> bool {
-        self.flushed != Some(self.acked)
+        self.flushed != Some(self.acked())
     }
 }
