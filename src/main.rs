@@ -60,6 +60,12 @@ fn main() -> std::process::ExitCode {
             Command::Groups(args) => cli::lists::run(args, ListKind::Groups)
                 .await
                 .map(|s| print!("{s}")),
+            Command::Pause(args) => cli::pause::run(&args.flow, true, args.reason.clone())
+                .await
+                .map(|s| print!("{s}")),
+            Command::Resume(args) => cli::pause::run(args, false, None)
+                .await
+                .map(|s| print!("{s}")),
             Command::Offsets(args) => cli::offsets::offsets(args).await.map(|s| print!("{s}")),
             Command::Failover(args) => cli::offsets::failover(args).await.map(|s| print!("{s}")),
             Command::Mirror(args) => cli::mirror::run(args).await.map(|s| print!("{s}")),

@@ -476,6 +476,7 @@ fn every_alert_has_a_runbook_and_tests_both_ways() {
         "StraitCheckpointsStale",
         "StraitReplicationLatencyHigh",
         "StraitFewerInstancesThanExpected",
+        "StraitFlowPaused",
     ] {
         assert!(alerts.contains(want), "{want} missing");
     }

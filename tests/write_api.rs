@@ -1,8 +1,9 @@
 //! Issue 31, item 2: the write API against Apache Kafka, with two instances of one scale-out
 //! group. Every route of the OpenAPI document answers as documented; token rules; bad input
 //! (400 naming the field, nothing stored); unknown flow and group (404); a conflict (409:
-//! failover of a group with active members, nothing committed); the audit line; and a topic
-//! list changed through instance 1 applied by both instances.
+//! failover of a group with active members, nothing committed); the audit line; a topic
+//! list changed through instance 1 applied by both instances; and a flow paused through one
+//! instance paused on both, across a restart, then resumed exactly once.
 
 mod support;
 
@@ -329,6 +330,8 @@ fn the_write_api_changes_every_instance_through_the_clis_records() {
         "/api/flows/{flow}/topics",
         "/api/flows/{flow}/groups",
         "/api/flows/{flow}/failover",
+        "/api/flows/{flow}/pause",
+        "/api/flows/{flow}/resume",
         "/api/mirrors/{link}/topics/{topic}/pause",
         "/api/mirrors/{link}/topics/{topic}/resume",
         "/api/mirrors/{link}/topics/{topic}/promote",
@@ -520,4 +523,190 @@ fn mirror_verbs_through_the_write_api() {
         "{}",
         s.log()
     );
+}
+
+/// The flow document of instance `port` (`/api/flows`).
+fn flow_doc(port: u16) -> serde_json::Value {
+    let (code, body) = http(port, "GET", "/api/flows", Some(READ), None);
+    assert_eq!(code, 200, "{body}");
+    json(&body)["flows"][0].clone()
+}
+
+/// Records on the target's `a.t1`, all partitions.
+fn landed(b: &Broker) -> i64 {
+    watermarks(&b.bootstrap(), "a.t1")
+        .iter()
+        .map(|(_, h)| h)
+        .sum()
+}
+
+/// A flow paused through instance 2's write API is paused on both instances of the group:
+/// nothing is copied, and `/ready` (still 200), `/api/flows`, `/metrics` and `strait status` say
+/// so; an instance killed and started again while paused starts paused; resumed through the
+/// CLI, both continue where they stopped and every record lands exactly once, in order.
+#[test]
+fn a_flow_paused_through_one_instance_is_paused_on_every_instance() {
+    std::env::set_var("STRAIT_TEST_WRITE_TOKEN", WRITE);
+    let a = Broker::start("a");
+    let b = Broker::start("b");
+    let dir = std::env::temp_dir().join(topic_name("write-api-pause"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    create_topic(&a.bootstrap(), "t1", 4);
+    let batch = |from: usize| -> Vec<TestRecord> {
+        (from..from + 100)
+            .map(|i| TestRecord {
+                partition: Some((i % 4) as i32),
+                ..TestRecord::kv(format!("k{i}"), format!("v{i}"))
+            })
+            .collect()
+    };
+    produce_records(&a.bootstrap(), "t1", &batch(0), Codec::None);
+    let (p1, p2) = (free_port(), free_port());
+    let (c1, c2) = (dir.join("s1.toml"), dir.join("s2.toml"));
+    write_config(&c1, &a, &b, p1);
+    write_config(&c2, &a, &b, p2);
+    let mut s1 = StraitRun::start_with(&c1, &dir.join("s1.log"), "info");
+    let s2 = StraitRun::start_with(&c2, &dir.join("s2.log"), "info");
+    let ready = |p: u16| {
+        std::net::TcpStream::connect(("127.0.0.1", p)).is_ok()
+            && http(p, "GET", "/ready", Some(READ), None).0 == 200
+    };
+    wait("both ready", Duration::from_secs(90), &[&s1, &s2], || {
+        ready(p1) && ready(p2)
+    });
+    wait(
+        "the first 100 records",
+        Duration::from_secs(60),
+        &[&s1, &s2],
+        || landed(&b) == 100,
+    );
+
+    // Pause through instance 2; a second pause changes nothing; bad input stores nothing.
+    let pause = "/api/flows/a-%3Eb/pause";
+    let (code, answer) = http(p2, "POST", pause, Some(WRITE), Some(r#"{"reason":7}"#));
+    assert_eq!(
+        (code, json(&answer)["field"].clone()),
+        (400, "reason".into())
+    );
+    assert!(flow_doc(p1)["paused"].is_null());
+    let (code, answer) = http(
+        p2,
+        "POST",
+        pause,
+        Some(WRITE),
+        Some(r#"{"reason":"maintenance window"}"#),
+    );
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(json(&answer)["changed"], true, "{answer}");
+    let (code, answer) = http(p1, "POST", pause, Some(WRITE), Some("{}"));
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(json(&answer)["changed"], false, "{answer}");
+    assert_eq!(json(&answer)["reason"], "maintenance window", "{answer}");
+    wait(
+        "both instances paused",
+        Duration::from_secs(30),
+        &[&s1, &s2],
+        || {
+            [p1, p2]
+                .iter()
+                .all(|p| flow_doc(*p)["paused"]["reason"] == "maintenance window")
+        },
+    );
+    for p in [p1, p2] {
+        // Paused is the operator's intent, not a fault: still ready, and it says paused.
+        let (code, body) = http(p, "GET", "/ready", Some(READ), None);
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(json(&body)["flows"][0]["paused"]["paused"], true, "{body}");
+        let (_, metrics) = http(p, "GET", "/metrics", Some(READ), None);
+        assert!(
+            metrics.contains("strait_flow_paused{flow=\"a->b\",source=\"a\",target=\"b\"} 1"),
+            "{metrics}"
+        );
+    }
+    let status = support::cli::strait_out(
+        &["status", "--config", c1.to_str().expect("path")],
+        &[("STRAIT_TEST_WRITE_TOKEN", WRITE)],
+    );
+    let text = support::cli::text(&status);
+    assert!(status.status.success(), "{text}");
+    assert!(
+        text.contains("paused") && text.contains("maintenance window"),
+        "{text}"
+    );
+
+    // Nothing is copied while paused, on either instance.
+    produce_records(&a.bootstrap(), "t1", &batch(100), Codec::None);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(landed(&b), 100, "copied while paused");
+
+    // Instance 1 killed and started again: it starts paused (and the group's work moves).
+    s1.kill9();
+    let s1 = StraitRun::start_with(&c1, &dir.join("s1-again.log"), "info");
+    wait(
+        "instance 1 back, paused",
+        Duration::from_secs(90),
+        &[&s1, &s2],
+        || ready(p1) && flow_doc(p1)["paused"]["paused"] == true,
+    );
+    produce_records(&a.bootstrap(), "t1", &batch(200), Codec::None);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(landed(&b), 100, "copied while paused, after a restart");
+
+    // Resumed through the CLI: both continue where they stopped.
+    let out = support::cli::strait_out(
+        &[
+            "resume",
+            "--config",
+            c2.to_str().expect("path"),
+            "--source",
+            "a",
+            "--target",
+            "b",
+        ],
+        &[("STRAIT_TEST_WRITE_TOKEN", WRITE)],
+    );
+    let text = support::cli::text(&out);
+    assert!(out.status.success() && text.contains("resumed"), "{text}");
+    wait(
+        "all 300 records",
+        Duration::from_secs(60),
+        &[&s1, &s2],
+        || landed(&b) >= 300,
+    );
+    wait(
+        "both instances resumed",
+        Duration::from_secs(30),
+        &[&s1, &s2],
+        || [p1, p2].iter().all(|p| flow_doc(*p)["paused"].is_null()),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(landed(&b), 300, "copied twice");
+    // Record by record: each target partition holds its source partition, in order.
+    let source = support::data::consume_all(&a.bootstrap(), "t1", 300, Duration::from_secs(30));
+    let target = support::data::consume_all(&b.bootstrap(), "a.t1", 300, Duration::from_secs(30));
+    let view = |r: &[support::data::OwnedRecord]| -> Vec<String> {
+        r.iter()
+            .map(|x| format!("{} {:?} {:?}", x.partition, x.key, x.value))
+            .collect()
+    };
+    assert_eq!(view(&target), view(&source));
+    let (_, metrics) = http(p1, "GET", "/metrics", Some(READ), None);
+    assert!(
+        metrics.contains("strait_flow_paused{flow=\"a->b\",source=\"a\",target=\"b\"} 0"),
+        "{metrics}"
+    );
+    let log = s2.log();
+    assert!(
+        log.lines().any(|l| l.contains("strait::audit")
+            && l.contains("POST /api/flows/a->b/pause")
+            && l.contains("maintenance window")
+            && l.contains("status=200")),
+        "{log}"
+    );
+    for l in [s1.log(), log] {
+        assert!(
+            l.contains("paused: nothing is fetched") && l.contains("resumed"),
+            "{l}"
+        );
+    }
 }

@@ -7,6 +7,7 @@ pub mod lists;
 pub mod members;
 pub mod mirror;
 pub mod offsets;
+pub mod pause;
 pub mod probe;
 pub mod run;
 pub mod status;
@@ -51,6 +52,10 @@ pub enum Command {
     Topics(lists::ListArgs),
     /// Change or list a flow's consumer group allow/deny lists (like `srm-control groups`).
     Groups(lists::ListArgs),
+    /// Pause a whole flow on every instance running it: nothing is copied until it is resumed.
+    Pause(pause::PauseArgs),
+    /// Resume a paused flow: it continues exactly where it stopped.
+    Resume(pause::FlowArgs),
     /// A consumer group's translated offsets on the target (`--export`: CSV for
     /// `kafka-consumer-groups --reset-offsets --from-file`). Reads only the target cluster.
     Offsets(offsets::OffsetsArgs),

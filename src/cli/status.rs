@@ -191,6 +191,7 @@ fn state(f: &FlowDoc) -> String {
     match (&f.stopped, f.source_connected, f.target_connected) {
         (Some(_), _, _) => "stopped".into(),
         _ if stopped_partitions > 0 => format!("{stopped_partitions} partition(s) stopped"),
+        _ if f.paused.is_some() => "paused".into(),
         (None, true, true) => "connected".into(),
         (None, false, _) => match &f.source_problem {
             Some(p) => format!("connecting to source: {p}"),
@@ -219,6 +220,19 @@ pub fn render(doc: &StatusDoc) -> String {
     for f in &doc.flows {
         if let Some(why) = &f.stopped {
             let _ = writeln!(out, "\n{}: {why}", f.name);
+        }
+        if let Some(p) = &f.paused {
+            let why = p
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "\n{}: paused {}{why} (nothing is copied until `strait resume`)",
+                f.name,
+                ago(doc.now_ms, p.changed_ms)
+            );
         }
         if !f.topics.is_empty() {
             out.push('\n');

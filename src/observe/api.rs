@@ -44,6 +44,9 @@ pub struct FlowDoc {
     pub target_problem: Option<String>,
     /// Why the flow stopped, if it did.
     pub stopped: Option<String>,
+    /// While an operator has the flow paused: since when (`changed_ms`) and why.
+    #[serde(default)]
+    pub paused: Option<crate::replicate::pause::PauseRecord>,
     /// Records replicated by this process.
     pub records: u64,
     /// Batch bytes replicated by this process.

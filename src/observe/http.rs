@@ -253,6 +253,7 @@ impl Server {
                             "target_problem": f.target_problem,
                             "target_connected": f.target_connected,
                             "stopped": f.stopped,
+                            "paused": f.paused,
                             "stopped_partitions": stopped_partitions,
                         })
                     })
@@ -402,6 +403,7 @@ mod tests {
             name: "a->b".into(),
             mirrors: Vec::new(),
             members: Vec::new(),
+            paused: None,
             partitions: vec![PartitionStatus {
                 source_topic: "orders".into(),
                 target_topic: "a.orders".into(),
@@ -508,6 +510,35 @@ mod tests {
         assert!(body.contains("\"stopped_partitions\""), "{body}");
         assert!(body.contains("foreign write at 10"), "{body}");
         assert!(get(&s, "/api/status").1.contains("\"ready\": false"));
+    }
+
+    #[test]
+    fn a_paused_flow_is_ready_and_says_so_everywhere() {
+        let (s, tx) = server();
+        s.observer
+            .connected("a->b", super::super::Side::Source, true);
+        s.observer
+            .connected("a->b", super::super::Side::Target, true);
+        let gauge =
+            |v: u8| format!("strait_flow_paused{{flow=\"a->b\",source=\"a\",target=\"b\"}} {v}\n");
+        assert!(get(&s, "/metrics").1.contains(&gauge(0)));
+        tx.send_modify(|st| {
+            st.paused = Some(crate::replicate::pause::PauseRecord {
+                paused: true,
+                changed_ms: 7,
+                reason: Some("upgrade".into()),
+            })
+        });
+        // The operator's intent, not a fault: ready, and every document says paused.
+        let (code, body) = get(&s, "/ready");
+        assert_eq!(code, 200, "{body}");
+        assert!(body.contains("\"reason\": \"upgrade\""), "{body}");
+        let v: FlowsDoc = serde_json::from_str(&get(&s, "/api/flows").1).unwrap();
+        assert_eq!(v.flows[0].paused.as_ref().map(|p| p.changed_ms), Some(7));
+        assert!(get(&s, "/metrics").1.contains(&gauge(1)));
+        tx.send_modify(|st| st.paused = None);
+        assert!(get(&s, "/metrics").1.contains(&gauge(0)));
+        assert!(get(&s, "/api/flows").1.contains("\"paused\": null"));
     }
 
     fn req_with(path: &str, query: &str, headers: &[(&str, &str)]) -> Request {

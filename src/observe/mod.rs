@@ -58,6 +58,8 @@ pub mod names {
     /// Gauge: 1 for each partition stopped until someone acts (a foreign write, a recreated
     /// source topic, ...) {flow, source, target, topic, partition}; no series while none is.
     pub const STOPPED: &str = "strait_partition_stopped";
+    /// Gauge: 1 while an operator has the flow paused, else 0 {flow, source, target}.
+    pub const PAUSED: &str = "strait_flow_paused";
     /// Counter: batch bytes `recompress` saved (fetched size minus size sent) by flow.
     pub const RECOMPRESS_SAVED: &str = "strait_recompress_saved_bytes_total";
     /// Gauge: process resident memory.
@@ -82,6 +84,7 @@ const H_LOST: &str =
 const H_BUFFERED: &str = "Record batch bytes fetched and not yet acknowledged by the target.";
 const H_CONNECTED: &str = "1 when the flow reached both its clusters.";
 const H_STOPPED: &str = "1 for each partition stopped until someone acts (reason in /ready).";
+const H_PAUSED: &str = "1 while an operator has the flow paused (strait pause, the write API).";
 const H_RECOMPRESS_SAVED: &str =
     "Batch bytes saved by recompress: size as fetched minus size re-compressed.";
 const H_RSS: &str = "Resident memory size in bytes.";
@@ -508,6 +511,12 @@ impl Observer {
                 .remove_matching(names::LAG, &[("flow", &s.name)]);
             self.registry
                 .remove_matching(names::STOPPED, &[("flow", &s.name)]);
+            self.registry.gauge_set(
+                names::PAUSED,
+                H_PAUSED,
+                &[("flow", &s.name), ("source", &source), ("target", &target)],
+                if s.paused.is_some() { 1.0 } else { 0.0 },
+            );
             for p in &s.partitions {
                 let part = p.partition.to_string();
                 let labels = [
@@ -632,6 +641,7 @@ fn flow_doc(s: &FlowStatus, facts: Option<&FlowFacts>, with_series: bool) -> Flo
         source_problem: facts.and_then(|x| x.source_problem.clone()),
         target_problem: facts.and_then(|x| x.target_problem.clone()),
         stopped: facts.and_then(|x| x.stopped.clone()),
+        paused: s.paused.clone(),
         records: s.partitions.iter().map(|p| p.records).sum(),
         bytes: s.partitions.iter().map(|p| p.bytes).sum(),
         lag: s.partitions.iter().map(|p| p.lag()).sum(),
@@ -680,6 +690,7 @@ mod tests {
             name: "a->b".into(),
             mirrors: Vec::new(),
             members: Vec::new(),
+            paused: None,
             partitions: vec![PartitionStatus {
                 source_topic: "orders".into(),
                 target_topic: "a.orders".into(),

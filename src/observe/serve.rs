@@ -251,6 +251,7 @@ mod tests {
             name: "a->b".into(),
             mirrors: Vec::new(),
             members: Vec::new(),
+            paused: None,
             partitions: Vec::new(),
         });
         let flows = BTreeMap::from([("a->b".to_string(), rx)]);
@@ -468,6 +469,7 @@ mod tests {
             name: "a->b".into(),
             mirrors: Vec::new(),
             members: Vec::new(),
+            paused: None,
             partitions: Vec::new(),
         });
         let config = Arc::new(crate::config::Config::new("test"));

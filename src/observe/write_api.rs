@@ -4,6 +4,9 @@
 //! - `POST /api/flows/{flow}/topics`, `POST /api/flows/{flow}/groups`: change the allow/deny
 //!   lists (`strait topics|groups`); body `{"add":[..],"remove":[..],"add_exclude":[..],
 //!   "remove_exclude":[..]}` (every field optional).
+//! - `POST /api/flows/{flow}/pause`, `POST /api/flows/{flow}/resume`: pause or resume the
+//!   whole flow on every instance (`strait pause|resume`); pause body `{"reason":".."}`
+//!   (optional), resume body empty or `{}`; 200 (`changed: false` when it already was).
 //! - `POST /api/flows/{flow}/failover`: commit a group's translated offsets on the target
 //!   (`strait failover`); body `{"group":"..","dry_run":true}`.
 //! - `POST /api/mirrors/{link}/topics/{topic}/pause|resume|promote|failover`: store a mirror
@@ -44,6 +47,7 @@ pub struct WriteApi {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Write {
     Lists(String, ListKind),
+    Pause(String, bool),
     Failover(String),
     Mirror(String, String, MirrorAction),
     Configure(String),
@@ -83,6 +87,8 @@ fn parse(path: &str) -> Option<Write> {
         "topics" => Some(Write::Lists(flow, ListKind::Topics)),
         "groups" => Some(Write::Lists(flow, ListKind::Groups)),
         "failover" => Some(Write::Failover(flow)),
+        "pause" => Some(Write::Pause(flow, true)),
+        "resume" => Some(Write::Pause(flow, false)),
         _ => None,
     }
 }
@@ -190,6 +196,21 @@ fn link_change(body: &[u8]) -> Result<LinkChange, Response> {
     })
 }
 
+/// The reason of a pause body (`resume` takes no field).
+fn pause_input(body: &[u8], paused: bool) -> Result<Option<String>, Response> {
+    let m = object(body)?;
+    if !paused {
+        only(&m, &[])?;
+        return Ok(None);
+    }
+    only(&m, &["reason"])?;
+    match m.get("reason") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(r)) => Ok(Some(r.clone())),
+        Some(_) => Err(bad("reason", "must be a string")),
+    }
+}
+
 /// The group and dry-run flag of a failover body.
 fn failover_input(body: &[u8]) -> Result<(String, bool), Response> {
     let m = object(body)?;
@@ -252,6 +273,10 @@ impl WriteApi {
                 let r = self.lists(flow, *kind, body).await;
                 (flow.clone(), r.0, r.1)
             }
+            Write::Pause(flow, paused) => {
+                let r = self.pause(flow, *paused, body).await;
+                (flow.clone(), r.0, r.1)
+            }
             Write::Failover(flow) => {
                 let r = self.failover(flow, body).await;
                 (flow.clone(), r.0, r.1)
@@ -297,6 +322,32 @@ impl WriteApi {
                     "changed": out.changed,
                     "include": out.lists.include,
                     "exclude": out.lists.exclude,
+                }),
+            ),
+            Err(e) => admin_error(e),
+        };
+        (text, answer)
+    }
+
+    async fn pause(&self, flow: &str, paused: bool, body: &[u8]) -> (String, Response) {
+        let reason = match pause_input(body, paused) {
+            Ok(r) => r,
+            Err(r) => return ("-".into(), r),
+        };
+        let text = json!({ "paused": paused, "reason": reason }).to_string();
+        let (source, target) = match self.flow(flow) {
+            Ok(st) => st,
+            Err(r) => return (text, r),
+        };
+        let answer = match admin::pause_flow(&self.config, source, target, paused, reason).await {
+            Ok(out) => Response::json(
+                200,
+                &json!({
+                    "flow": flow,
+                    "paused": out.record.paused,
+                    "changed": out.changed,
+                    "changed_ms": out.record.changed_ms,
+                    "reason": out.record.reason,
                 }),
             ),
             Err(e) => admin_error(e),
@@ -406,6 +457,14 @@ mod tests {
         );
         assert_eq!(parse("/api/flows/a->b"), None);
         assert_eq!(
+            parse("/api/flows/a->b/pause"),
+            Some(Write::Pause("a->b".into(), true))
+        );
+        assert_eq!(
+            parse("/api/flows/a->b/resume"),
+            Some(Write::Pause("a->b".into(), false))
+        );
+        assert_eq!(
             parse("/api/mirrors/west-link/topics/orders/promote"),
             Some(Write::Mirror(
                 "west-link".into(),
@@ -440,6 +499,18 @@ mod tests {
         assert_eq!(
             field(failover_input(br#"{"group":"g","dry_run":"yes"}"#).unwrap_err()),
             "dry_run"
+        );
+        assert_eq!(
+            field(pause_input(br#"{"reason":1}"#, true).unwrap_err()),
+            "reason"
+        );
+        assert_eq!(
+            field(pause_input(br#"{"reason":"x"}"#, false).unwrap_err()),
+            "reason"
+        );
+        assert_eq!(
+            pause_input(br#"{"reason":"upgrade"}"#, true).unwrap(),
+            Some("upgrade".to_string())
         );
         assert_eq!(
             failover_input(br#"{"group":"g","dry_run":true}"#).unwrap(),

@@ -1,4 +1,5 @@
-//! Operator changes shared by the CLI (`strait topics|groups|failover`) and the write API:
+//! Operator changes shared by the CLI (`strait topics|groups|pause|resume|failover`, `strait
+//! mirror ...`) and the write API:
 //! they return data (and say what kind of failure stopped them); the callers print or answer.
 //! Every change goes through the durable records running instances read, so every instance of
 //! a scale-out group applies it.
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::groups;
 use super::lists::{self, ListKind, Lists};
 use super::mirrors::{self, ControlView};
+use super::pause::{self, PauseRecord};
 use crate::config::{Config, FlowConfig};
 use crate::error::Error;
 use crate::mirror::{GroupFilters, LinkSettings, MirrorAction, MirrorCommand, MirrorRecord};
@@ -177,6 +179,58 @@ pub async fn change_lists(
     Ok(ListsOutcome {
         lists: current,
         changed,
+    })
+}
+
+/// What pausing or resuming a flow did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PauseOutcome {
+    /// The flow's pause record now (`paused: false, changed_ms: 0` if it was never paused).
+    pub record: PauseRecord,
+    /// Whether a record was stored (`false`: it already was in that state).
+    pub changed: bool,
+}
+
+/// Longest reason a pause may carry.
+pub const MAX_PAUSE_REASON: usize = 200;
+
+/// Pauses (`paused`) or resumes the flow `source->target` for every instance running it, by
+/// storing its pause record in the target cluster; stores nothing when it already is in that
+/// state.
+pub async fn pause_flow(
+    config: &Config,
+    source: &str,
+    target: &str,
+    paused: bool,
+    reason: Option<String>,
+) -> Result<PauseOutcome, AdminError> {
+    find_flow(config, source, target)?;
+    if let Some(r) = &reason {
+        if r.chars().count() > MAX_PAUSE_REASON || r.chars().any(char::is_control) {
+            return Err(AdminError::BadInput {
+                field: "reason",
+                message: format!(
+                    "at most {MAX_PAUSE_REASON} characters on one line, no control characters"
+                ),
+            });
+        }
+    }
+    let replication_factor = super::cluster_settings(config, target)?.replication_factor;
+    let cluster = super::connect_once(config, target).await?;
+    let before = pause::read(&cluster, source, target)
+        .await?
+        .unwrap_or_default();
+    if before.paused == paused {
+        return Ok(PauseOutcome {
+            record: before,
+            changed: false,
+        });
+    }
+    let record = PauseRecord::now(paused, reason);
+    pause::write(&cluster, source, target, &record, replication_factor).await?;
+    Ok(PauseOutcome {
+        record,
+        changed: true,
     })
 }
 

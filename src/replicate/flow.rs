@@ -12,6 +12,7 @@
 
 mod mirror_ctl;
 mod ownership;
+mod paused;
 mod progress_out;
 mod published_status;
 mod resume;
@@ -107,6 +108,10 @@ pub struct Flow {
     mirror: Option<MirrorCtl>,
     /// Topics held (paused mirrors) as last told to the pump.
     held: HashSet<String>,
+    /// The operator's pause record while the flow is paused, as last told to the pump.
+    paused: Option<super::pause::PauseRecord>,
+    /// Control topic log end when the pause record was last read (-1: never read).
+    pause_seen: i64,
     /// Scale-out: the units of work this instance owns (`None`: everything).
     ownership: Option<Arc<Ownership>>,
     /// Scale-out: what this flow took up of the ownership and reported to the group.
@@ -166,6 +171,8 @@ enum Due {
     Status,
     /// Mirror upkeep.
     Mirror,
+    /// Look for a changed pause record.
+    Pause,
 }
 
 /// How often the control actor publishes the members' status.
@@ -244,6 +251,8 @@ impl Flow {
             status: Arc::new(status),
             mirror,
             held: HashSet::new(),
+            paused: None,
+            pause_seen: -1,
             ownership: None,
             scale: ScaleView::default(),
             obs: Arc::new(Observer::new()),
@@ -379,6 +388,7 @@ impl Flow {
         self.timers.set(Due::Refresh, now);
         self.timers.set(Due::Flush, now + Duration::from_secs(1));
         self.timers.set(Due::Status, now);
+        self.timers.set(Due::Pause, now + paused::PAUSE_CHECK);
         if self.mirror.is_some() {
             self.timers.set(Due::Mirror, now);
         }
@@ -459,6 +469,12 @@ impl Flow {
         }
         if self.due(Due::Refresh, now) {
             self.refresh_round(now).await;
+        }
+        if self.due(Due::Pause, now) {
+            self.timers.set(Due::Pause, now + paused::PAUSE_CHECK);
+            if let Err(e) = self.check_pause().await {
+                tracing::warn!(flow = %self.name(), "cannot read the pause record: {e}");
+            }
         }
         if self.mirror.is_some() && self.due(Due::Mirror, now) {
             self.timers.set(Due::Mirror, now + MIRROR_TICK);
@@ -615,6 +631,8 @@ impl Flow {
         self.reload_progress().await?;
         let (id, epoch) = self.target.init_producer_id().await?;
         self.producer = Some(ProducerIdentity { id, epoch });
+        // A flow paused while no instance ran stays paused: nothing is taken up before this.
+        self.check_pause().await?;
         if self.mirror.is_some() {
             // Commands stored while no instance ran are applied before anything is written.
             self.mirror_read_control().await?;

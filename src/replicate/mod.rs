@@ -7,6 +7,7 @@
 //! - [`duties`]: heartbeats, checkpoints and group offset sync, in a task of their own.
 //! - [`progress`]: the stored position of each partition and exactly-once resume (sans-io).
 //! - [`lists`]: allow/deny lists changed at runtime, stored in the target cluster.
+//! - [`pause`]: a whole flow paused and resumed at runtime, stored in the target cluster.
 //! - [`store`]: small compacted internal topics used as durable stores.
 //! - [`status`]: what flows report.
 //! - `engine`: [`spawn`] starts the enabled flows of a configuration, their group
@@ -23,6 +24,7 @@ pub mod lists;
 pub mod membership;
 pub mod mirrors;
 pub mod path;
+pub mod pause;
 pub mod positions;
 pub mod progress;
 pub mod pump;

@@ -43,6 +43,8 @@ pub struct FlowStatus {
     pub mirrors: Vec<MirrorStatus>,
     /// Scale-out: the instances sharing this flow's target cluster, and what each runs.
     pub members: Vec<MemberStatus>,
+    /// While an operator has the flow paused: since when and why.
+    pub paused: Option<super::pause::PauseRecord>,
 }
 
 /// One mirror topic of a mirror flow.

@@ -63,9 +63,11 @@ impl Flow {
         v
     }
 
-    /// Publishes the members, and the mirrors when `view` is given, if they changed.
+    /// Publishes the members and the pause, and the mirrors when `view` is given, if they
+    /// changed.
     pub(super) fn publish_status(&mut self, view: Option<&PathView>) {
         let members = self.member_statuses();
+        let paused = self.paused.clone();
         let mirrors = view.map(|v| self.mirror_statuses(v));
         let name = self.name();
         self.status.send_if_modified(|status| {
@@ -82,6 +84,10 @@ impl Flow {
             }
             if status.members != members {
                 status.members = members;
+                moved = true;
+            }
+            if status.paused != paused {
+                status.paused = paused;
                 moved = true;
             }
             moved

@@ -51,7 +51,7 @@ impl DataPath {
                 st.failed.is_none()
                     && !st.awaiting_log_start
                     && st.queued_bytes < cap
-                    && !self.held.contains(&*k.0)
+                    && !self.holds(&k.0)
             })
             .collect();
         if !wanted.is_empty() {

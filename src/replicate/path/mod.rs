@@ -274,6 +274,8 @@ pub struct DataPath {
     resyncs: HashMap<PartKey, (u32, u32)>,
     /// Topics whose partitions move no data now (paused mirrors).
     held: HashSet<String>,
+    /// The whole flow is paused: no partition moves data.
+    paused: bool,
     /// Whether writing into the target is allowed (the membership lease is valid).
     may_write: bool,
     /// Something changed that can give a leader with no Fetch outstanding partitions to fetch.
@@ -308,6 +310,7 @@ impl DataPath {
             fetching: Vec::new(),
             resyncs: HashMap::new(),
             held: HashSet::new(),
+            paused: false,
             may_write: true,
             replan: true,
             waits: HashMap::new(),
@@ -371,6 +374,20 @@ impl DataPath {
             self.held = held;
             self.replan = true;
         }
+    }
+
+    /// Pauses (`true`) or resumes the whole flow: while paused nothing is fetched or
+    /// written; what is queued stays queued and answers in flight are still applied.
+    pub fn set_paused(&mut self, paused: bool) {
+        if paused != self.paused {
+            self.paused = paused;
+            self.replan = true;
+        }
+    }
+
+    /// Whether `topic`'s partitions move no data now (the flow or its mirror is paused).
+    fn holds(&self, topic: &str) -> bool {
+        self.paused || self.held.contains(topic)
     }
 
     /// Whether writing into the target is allowed now.

@@ -103,11 +103,7 @@ impl DataPath {
             // Paused mirrors keep what they queued and send nothing. Nothing is written for
             // a partition before its starting position is durable: a crash then always
             // leaves a progress record to resume from.
-            if s.queue.is_empty()
-                || self.held.contains(&*k.0)
-                || s.failed.is_some()
-                || s.flushed.is_none()
-            {
+            if s.queue.is_empty() || self.holds(&k.0) || s.failed.is_some() || s.flushed.is_none() {
                 continue;
             }
             let Some(leader) = topo.target_leader(&s.target_topic, k.1) else {

@@ -627,6 +627,40 @@ fn copies_every_partition_exactly_once_without_faults() {
 }
 
 #[test]
+fn a_paused_flow_writes_nothing_and_continues_exactly_once_when_resumed() {
+    let mut sim = Sim::new(3, 20, 10, 1 << 20);
+    // Some of it moves, then the flow is paused with answers still on their way.
+    for _ in 0..3 {
+        sim.poll();
+        sim.answer_fetch(0);
+        sim.poll();
+    }
+    sim.path.set_paused(true);
+    let (fetches, produces) = (sim.path.traffic.fetches, sim.path.traffic.produces);
+    for _ in 0..200 {
+        sim.now += Duration::from_millis(250);
+        sim.poll();
+        if !sim.answer_produce() {
+            sim.answer_fetch(0);
+        }
+        sim.check();
+    }
+    assert_eq!(sim.path.traffic.fetches, fetches, "no Fetch while paused");
+    assert_eq!(
+        sim.path.traffic.produces, produces,
+        "no Produce while paused"
+    );
+    assert!(sim.produces.is_empty() && sim.fetches.is_empty());
+    assert!(!sim.complete());
+    sim.path.set_paused(false);
+    assert!(sim.settle());
+    assert_eq!(sim.retakes, 0);
+    for t in sim.targets.values() {
+        assert_eq!(t.end, 200);
+    }
+}
+
+#[test]
 fn recompressed_batches_are_queued_at_their_compressed_size_and_land_in_order() {
     let mut sim = Sim::new(2, 20, 50, 1 << 20);
     sim.path.cfg.recompress = Recompress::Zstd;
@@ -1121,6 +1155,7 @@ enum Step {
     Reconnect(i32),
     MoveSourceLeader(i32),
     Tick(u64),
+    TogglePause,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -1135,6 +1170,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (100..102i32).prop_map(Step::Reconnect),
         1 => (0..3i32).prop_map(Step::MoveSourceLeader),
         1 => (0..500u64).prop_map(Step::Tick),
+        1 => Just(Step::TogglePause),
     ]
 }
 
@@ -1156,9 +1192,22 @@ proptest! {
         let mut sim = Sim::new(3, 12, 7, 256 << 10);
         sim.path.cfg.max_bytes_per_second = cap;
         let start = sim.now;
+        let mut paused = false;
         for s in steps {
             match s {
-                Step::Poll => sim.poll(),
+                Step::Poll => {
+                    let (fetches, produces) = (sim.path.traffic.fetches, sim.path.traffic.produces);
+                    sim.poll();
+                    if paused {
+                        // A paused flow writes no new request.
+                        prop_assert_eq!(sim.path.traffic.fetches, fetches);
+                        prop_assert_eq!(sim.path.traffic.produces, produces);
+                    }
+                }
+                Step::TogglePause => {
+                    paused = !paused;
+                    sim.path.set_paused(paused);
+                }
                 Step::AnswerFetch(i) => { sim.answer_fetch(i); }
                 Step::FailFetch(i) => {
                     if !sim.fetches.is_empty() {
@@ -1188,8 +1237,9 @@ proptest! {
             }
             sim.check();
         }
-        // Faults stop: everything arrives, unless a partition stopped (too many failures in
-        // a row), which must then say so.
+        // Faults stop and the flow is resumed: everything arrives, unless a partition stopped
+        // (too many failures in a row), which must then say so.
+        sim.path.set_paused(false);
         let done = sim.settle();
         let stopped = sim.path.parts.values().any(|st| st.failed.is_some());
         prop_assert!(done || stopped, "not complete and nothing stopped");

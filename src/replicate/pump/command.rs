@@ -57,6 +57,8 @@ pub enum Command {
     Clear,
     /// Topics whose partitions move no data now (paused mirrors).
     Hold(HashSet<String>),
+    /// The whole flow paused (`true`) or resumed: nothing is fetched or written while paused.
+    Pause(bool),
     /// Leaders may have moved: plan fetches again.
     Replan,
     /// Progress records landed: these partitions' positions are durable.

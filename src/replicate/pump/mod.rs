@@ -342,6 +342,7 @@ impl Pump {
                 self.produces.clear();
             }
             Command::Hold(topics) => self.path.set_held(topics),
+            Command::Pause(paused) => self.path.set_paused(paused),
             Command::Replan => self.path.replan(),
             Command::Flushed(flushed) => {
                 for f in flushed {
