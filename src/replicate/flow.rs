@@ -485,11 +485,7 @@ impl Flow {
                 }
             }
         }
-        let held = self.held_topics();
-        if held != self.held {
-            self.held = held.clone();
-            self.pump.send(Command::Hold(held));
-        }
+        self.send_held();
         if self.due(Due::Flush, now) {
             self.timers.set(Due::Flush, now + Duration::from_secs(1));
             if self.may_write() {
@@ -680,6 +676,15 @@ impl Flow {
             .partition(topic, partition)
             .fetch_once(read)
             .await
+    }
+
+    /// Tells the pump which topics are held, if that changed.
+    fn send_held(&mut self) {
+        let held = self.held_topics();
+        if held != self.held {
+            self.held = held.clone();
+            self.pump.send(Command::Hold(held));
+        }
     }
 
     /// Topics whose partitions move no data now (paused mirrors).

@@ -11,6 +11,13 @@ impl Flow {
             self.source.name().to_string(),
             self.target.name().to_string(),
         );
+        if self.mirror.is_some() && self.owns_duties() {
+            // The mirror records as they are now, before any partition is taken up: an
+            // instance taking over a mirror flow (its runner died) holds a paused mirror and
+            // skips an ended one from the start, whatever its last look said.
+            self.mirror_read_control().await?;
+            self.send_held();
+        }
         if let Some(l) = lists::read(&self.target, ListKind::Topics, &src, &dst).await? {
             if l != self.topic_lists {
                 tracing::info!(flow = %self.name(), include = ?l.include, exclude = ?l.exclude, "topic lists changed");
