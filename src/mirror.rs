@@ -60,6 +60,75 @@ impl MirrorState {
     }
 }
 
+/// A mirror topic's status as Cluster Linking reports it (`kafka-mirrors --describe`, the REST
+/// API's `mirror_status`): its [`MirrorState`] and what happened to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MirrorStatusKind {
+    /// Being mirrored.
+    Active,
+    /// Paused by an operator.
+    Paused,
+    /// Promoting: stops once caught up.
+    PendingStopped,
+    /// Promoted or failed over: an ordinary topic.
+    Stopped,
+    /// Moves no data until someone acts (source topic deleted or created again, a partition
+    /// stopped); recovers only by promotion or failover.
+    Failed,
+    /// The source cluster has not answered for `source_unavailable_after`; recovers by itself.
+    SourceUnavailable,
+}
+
+impl MirrorStatusKind {
+    /// Every status, in metric order.
+    pub const ALL: [MirrorStatusKind; 6] = [
+        MirrorStatusKind::Active,
+        MirrorStatusKind::Paused,
+        MirrorStatusKind::PendingStopped,
+        MirrorStatusKind::Stopped,
+        MirrorStatusKind::Failed,
+        MirrorStatusKind::SourceUnavailable,
+    ];
+
+    /// Cluster Linking's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MirrorStatusKind::Active => "ACTIVE",
+            MirrorStatusKind::Paused => "PAUSED",
+            MirrorStatusKind::PendingStopped => "PENDING_STOPPED",
+            MirrorStatusKind::Stopped => "STOPPED",
+            MirrorStatusKind::Failed => "FAILED",
+            MirrorStatusKind::SourceUnavailable => "SOURCE_UNAVAILABLE",
+        }
+    }
+}
+
+/// The status of a mirror in `state` whose failure is `failure` (see
+/// [`MirrorRecord::failure`]) while the source cluster has been unreachable long enough for
+/// `source_problem` (the last error), with the reason to show. An ended mirror is stopped
+/// whatever happens at the source; a failure outranks an unreachable source (it does not end
+/// when the source comes back).
+pub fn mirror_status(
+    state: MirrorState,
+    failure: Option<&str>,
+    source_problem: Option<&str>,
+) -> (MirrorStatusKind, Option<String>) {
+    use MirrorStatusKind as K;
+    match state {
+        MirrorState::Promoted => (K::Stopped, Some("promoted".into())),
+        MirrorState::FailedOver => (K::Stopped, Some("failed over".into())),
+        MirrorState::Promoting => (K::PendingStopped, failure.map(str::to_string)),
+        _ if failure.is_some() => (K::Failed, failure.map(str::to_string)),
+        _ if source_problem.is_some() => (
+            K::SourceUnavailable,
+            source_problem.map(|p| format!("source cluster unreachable: {p}")),
+        ),
+        MirrorState::Paused => (K::Paused, None),
+        MirrorState::Active => (K::Active, None),
+    }
+}
+
 /// What an operator can ask of a mirror topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -126,9 +195,13 @@ pub struct MirrorRecord {
     /// Why the state is what it is, when there is more to say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Partitions stopped because something else wrote into the mirror topic, and why.
+    /// Partitions stopped until someone acts (something else wrote into the mirror topic, the
+    /// source topic was created again or truncated), and why.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub diverged: std::collections::BTreeMap<i32, String>,
+    /// Why the whole mirror failed (its source topic was deleted), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 impl MirrorRecord {
@@ -150,7 +223,19 @@ impl MirrorRecord {
             updated_ms: now_ms,
             reason: None,
             diverged: Default::default(),
+            failed: None,
         }
+    }
+
+    /// Why the mirror moves no data until someone acts: the topic's failure, or the first
+    /// stopped partition's.
+    pub fn failure(&self) -> Option<String> {
+        self.failed.clone().or_else(|| {
+            self.diverged
+                .iter()
+                .next()
+                .map(|(p, why)| format!("partition {p} stopped: {why}"))
+        })
     }
 
     /// Whether `cmd` is newer than the last command applied.
@@ -419,12 +504,15 @@ pub struct MirrorPartitionStatus {
     /// Source records not yet on the destination.
     pub lag: i64,
     /// How far behind in time the destination is: newest source record timestamp minus the
-    /// timestamp of the source record the destination has last (0 when caught up; -1 unknown).
+    /// timestamp of the oldest source record not yet on the destination (0 when caught up;
+    /// -1 unknown, or the partition is stopped: its position may name other records now).
     pub fetch_lag_ms: i64,
     /// Whether the destination has every source record.
     pub caught_up: bool,
     /// Identical or mapped offsets.
     pub offsets: String,
+    /// The topic's status as Cluster Linking spells it (see [`MirrorStatusKind`]).
+    pub status: String,
 }
 
 /// Lag in records of a mirror partition: source records at or after `source_next` (the next
@@ -436,6 +524,48 @@ pub fn lag(source_log_end: i64, source_next: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statuses_follow_cluster_linking() {
+        use MirrorStatusKind as K;
+        let s = |st, f, p| mirror_status(st, f, p).0;
+        assert_eq!(s(MirrorState::Active, None, None), K::Active);
+        assert_eq!(s(MirrorState::Paused, None, None), K::Paused);
+        assert_eq!(
+            s(MirrorState::Promoting, None, Some("x")),
+            K::PendingStopped
+        );
+        assert_eq!(s(MirrorState::Promoted, Some("f"), Some("x")), K::Stopped);
+        assert_eq!(s(MirrorState::FailedOver, None, Some("x")), K::Stopped);
+        assert_eq!(
+            s(MirrorState::Active, Some("deleted"), Some("x")),
+            K::Failed
+        );
+        assert_eq!(s(MirrorState::Paused, Some("deleted"), None), K::Failed);
+        assert_eq!(
+            s(MirrorState::Active, None, Some("x")),
+            K::SourceUnavailable
+        );
+        assert_eq!(
+            s(MirrorState::Paused, None, Some("x")),
+            K::SourceUnavailable
+        );
+        let (_, why) = mirror_status(MirrorState::Active, None, Some("timed out"));
+        assert_eq!(
+            why.as_deref(),
+            Some("source cluster unreachable: timed out")
+        );
+        let mut r = MirrorRecord::new("l", "a", "t", true, 0);
+        assert_eq!(r.failure(), None);
+        r.diverged.insert(3, "foreign write".into());
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("partition 3 stopped: foreign write")
+        );
+        r.failed = Some("source topic deleted".into());
+        assert_eq!(r.failure().as_deref(), Some("source topic deleted"));
+        assert_eq!(K::SourceUnavailable.as_str(), "SOURCE_UNAVAILABLE");
+    }
     use crate::forward::SourceOffsets;
 
     fn record() -> MirrorRecord {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use strait::client::{Cluster, FetchRead, EARLIEST, LATEST};
 use strait::config::{Config, FlowConfig};
 use strait::mirror::{
-    lag, offsets_mode, MirrorAction, MirrorPartitionStatus, MirrorRecord, MirrorState,
+    lag, mirror_status, offsets_mode, MirrorAction, MirrorPartitionStatus, MirrorRecord,
+    MirrorState,
 };
 use strait::offsets::OffsetMap;
 use strait::records::batch::{split, Entry};
@@ -158,6 +159,20 @@ fn state_text(r: &MirrorRecord) -> String {
     format!("stopped(partitions={})", parts.join(","))
 }
 
+/// The source cluster's error if it cannot be reached now (shown as `SOURCE_UNAVAILABLE`).
+async fn source_problem(config: &Config, f: &FlowConfig) -> Option<String> {
+    strait::replicate::connect_once(config, &f.source)
+        .await
+        .err()
+        .map(|e| e.to_string())
+}
+
+/// A mirror's status as Cluster Linking spells it, and its reason (`-` if none).
+fn status_cells(r: &MirrorRecord, source_problem: Option<&str>) -> (String, String) {
+    let (kind, why) = mirror_status(r.state, r.failure().as_deref(), source_problem);
+    (kind.as_str().to_string(), why.unwrap_or_else(|| "-".into()))
+}
+
 async fn list(t: &Target) -> Result<String> {
     let config = load(t)?;
     let mut rows = vec![vec![
@@ -167,13 +182,17 @@ async fn list(t: &Target) -> Result<String> {
         "Topic".into(),
         "State".into(),
         "CreatedByStrait".into(),
+        "Status".into(),
+        "Reason".into(),
     ]];
     for f in mirror_flows(&config, t)? {
         let target = strait::replicate::connect_once(&config, &f.target).await?;
         let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
+        let problem = source_problem(&config, f).await;
         let mut topics: Vec<&MirrorRecord> = view.records.values().collect();
         topics.sort_by(|a, b| a.topic.cmp(&b.topic));
         for r in topics {
+            let (status, why) = status_cells(r, problem.as_deref());
             rows.push(vec![
                 f.link_name(),
                 f.source.clone(),
@@ -181,6 +200,8 @@ async fn list(t: &Target) -> Result<String> {
                 r.topic.clone(),
                 state_text(r),
                 r.created_by_strait.to_string(),
+                status,
+                why,
             ]);
         }
     }
@@ -213,6 +234,12 @@ async fn describe(t: &Target, topic: &str) -> Result<String> {
     line(&mut out, "Source", f.source.clone());
     line(&mut out, "Destination", f.target.clone());
     line(&mut out, "State", state_text(rec));
+    let problem = source_problem(&config, f).await;
+    let (status, why) = status_cells(rec, problem.as_deref());
+    line(&mut out, "Status", status);
+    if why != "-" {
+        line(&mut out, "Status reason", why);
+    }
     for (p, why) in &rec.diverged {
         line(
             &mut out,
@@ -311,6 +338,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
     for f in mirror_flows(&config, t)? {
         let target = strait::replicate::connect_once(&config, &f.target).await?;
         let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
+        let mut problem = None;
         let source = match strait::replicate::connect_once(&config, &f.source).await {
             Ok(c) => Some(c),
             Err(e) => {
@@ -318,6 +346,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
                     "source cluster {} unreachable ({e}); source columns show -1",
                     f.source
                 ));
+                problem = Some(e.to_string());
                 None
             }
         };
@@ -346,6 +375,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
                     .and_then(|v| v.iter().find(|(q, _)| *q == p).map(|x| x.1))
                     .unwrap_or(-1)
             };
+            let (status, _) = status_cells(rec, problem.as_deref());
             for (p, map) in &maps {
                 let source_log_end = find(&src_end, *p);
                 let dest_log_end = dest_end
@@ -359,7 +389,10 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
                 } else {
                     lag(source_log_end, next)
                 };
+                let stopped = rec.diverged.contains_key(p) || rec.failed.is_some();
                 let fetch_lag_ms = match (&source, lag_records) {
+                    // A stopped partition's position may name other records now.
+                    _ if stopped => -1,
                     (_, 0) => 0,
                     (Some(s), n) if n > 0 => {
                         match (
@@ -393,6 +426,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
                     fetch_lag_ms,
                     caught_up: lag_records == 0 && dest_log_end == map.target_next(),
                     offsets,
+                    status: status.clone(),
                 });
             }
         }
@@ -544,6 +578,7 @@ fn format_status(rows: &[MirrorPartitionStatus]) -> String {
         "LastFetchLagMs",
         "IsCaughtUp",
         "Offsets",
+        "Status",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
@@ -560,9 +595,14 @@ fn format_status(rows: &[MirrorPartitionStatus]) -> String {
             r.source_log_end.to_string(),
             r.dest_log_end.to_string(),
             r.lag.to_string(),
-            r.fetch_lag_ms.to_string(),
+            if r.fetch_lag_ms < 0 {
+                "-".to_string()
+            } else {
+                r.fetch_lag_ms.to_string()
+            },
             r.caught_up.to_string(),
             r.offsets.clone(),
+            r.status.clone(),
         ]);
     }
     super::table::format(&cells)
@@ -586,6 +626,7 @@ mod tests {
             fetch_lag_ms: 12,
             caught_up: false,
             offsets: "identical".into(),
+            status: "ACTIVE".into(),
         }];
         let t = format_status(&rows);
         let lines: Vec<&str> = t.lines().collect();

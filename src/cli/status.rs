@@ -374,6 +374,10 @@ fn mirrors_table(f: &FlowDoc) -> String {
             } else {
                 format!("stopped(partitions={})", list(&stopped))
             };
+            let status = match &m.status_reason {
+                Some(why) => format!("{}: {why}", m.status),
+                None => m.status.clone(),
+            };
             vec![
                 m.topic.clone(),
                 m.link.clone(),
@@ -381,12 +385,21 @@ fn mirrors_table(f: &FlowDoc) -> String {
                 list(&m.identical_partitions),
                 list(&mapped),
                 list(&stopped),
+                status,
             ]
         })
         .collect();
     let head = format!("MIRROR ({})", f.name);
     table(
-        &[&head, "LINK", "STATE", "IDENTICAL", "MAPPED", "STOPPED"],
+        &[
+            &head,
+            "LINK",
+            "STATE",
+            "IDENTICAL",
+            "MAPPED",
+            "STOPPED",
+            "STATUS",
+        ],
         &rows,
     )
 }

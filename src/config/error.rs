@@ -134,6 +134,7 @@ fn toml_name(field: &'static str) -> &'static str {
         "sync_topic_acls_interval" => "sync_topic_acls_interval_secs",
         "fetch_max_wait" => "fetch_max_wait_ms",
         "consumer_offset_sync_interval" => "consumer_offset_sync_interval_ms",
+        "source_unavailable_after" => "source_unavailable_after_secs",
         other => other,
     }
 }

@@ -532,6 +532,9 @@ pub struct FlowConfig {
     pub consumer_offset_sync_interval: Duration,
     /// Mirror flows: which groups are synced, in Cluster Linking's JSON form (default all).
     pub consumer_offset_group_filters: GroupFilters,
+    /// Mirror flows: how long the source cluster must stay unreachable before its active
+    /// mirrors show as `SOURCE_UNAVAILABLE` (default 5 minutes, as Cluster Linking).
+    pub source_unavailable_after: Duration,
     /// Replicate flows: take partitions with no progress record over from this replicator
     /// (default none: they start at the source's log start).
     pub takeover_from: Option<Takeover>,
@@ -580,6 +583,7 @@ impl FlowConfig {
             consumer_offset_sync: true,
             consumer_offset_sync_interval: Duration::from_secs(5),
             consumer_offset_group_filters: GroupFilters::all(),
+            source_unavailable_after: Duration::from_secs(300),
             takeover_from: None,
             takeover_offsets_topic: None,
             takeover_map_records: DEFAULT_TAKEOVER_MAP_RECORDS,
@@ -616,12 +620,13 @@ impl FlowConfig {
             "sync_topic_acls_interval" => &mut self.sync_topic_acls_interval,
             "fetch_max_wait" => &mut self.fetch_max_wait,
             "consumer_offset_sync_interval" => &mut self.consumer_offset_sync_interval,
+            "source_unavailable_after" => &mut self.source_unavailable_after,
             _ => return None,
         })
     }
 
     /// Every duration with its field name.
-    fn durations(&self) -> [(&'static str, Duration); 10] {
+    fn durations(&self) -> [(&'static str, Duration); 11] {
         [
             ("refresh_topics_interval", self.refresh_topics_interval),
             ("refresh_groups_interval", self.refresh_groups_interval),
@@ -642,6 +647,7 @@ impl FlowConfig {
                 "consumer_offset_sync_interval",
                 self.consumer_offset_sync_interval,
             ),
+            ("source_unavailable_after", self.source_unavailable_after),
         ]
     }
 

@@ -27,6 +27,7 @@ const FLOW_DURATIONS: &[&str] = &[
     "sync_topic_acls_interval",
     "fetch_max_wait",
     "consumer_offset_sync_interval",
+    "source_unavailable_after",
 ];
 
 /// The keys of a `[[flows]]` entry (`[defaults]`: all but `source` and `target`).
@@ -74,6 +75,8 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "consumer_offset_sync_interval_secs",
     "consumer_offset_sync_interval_ms",
     "consumer_offset_group_filters",
+    "source_unavailable_after_secs",
+    "source_unavailable_after_ms",
     "takeover_from",
     "takeover_offsets_topic",
     "takeover_map_records",

@@ -60,6 +60,9 @@ pub mod names {
     pub const STOPPED: &str = "strait_partition_stopped";
     /// Gauge: 1 while an operator has the flow paused, else 0 {flow, source, target}.
     pub const PAUSED: &str = "strait_flow_paused";
+    /// Gauge: 1 for a mirror topic's status, 0 for the others {flow, link, topic, status}
+    /// (`ACTIVE`, `PAUSED`, `PENDING_STOPPED`, `STOPPED`, `FAILED`, `SOURCE_UNAVAILABLE`).
+    pub const MIRROR_STATUS: &str = "strait_mirror_topic_status";
     /// Counter: batch bytes `recompress` saved (fetched size minus size sent) by flow.
     pub const RECOMPRESS_SAVED: &str = "strait_recompress_saved_bytes_total";
     /// Gauge: process resident memory.
@@ -84,6 +87,8 @@ const H_LOST: &str =
 const H_BUFFERED: &str = "Record batch bytes fetched and not yet acknowledged by the target.";
 const H_CONNECTED: &str = "1 when the flow reached both its clusters.";
 const H_STOPPED: &str = "1 for each partition stopped until someone acts (reason in /ready).";
+const H_MIRROR_STATUS: &str =
+    "1 for the mirror topic's status as Cluster Linking reports it, 0 for the others.";
 const H_PAUSED: &str = "1 while an operator has the flow paused (strait pause, the write API).";
 const H_RECOMPRESS_SAVED: &str =
     "Batch bytes saved by recompress: size as fetched minus size re-compressed.";
@@ -511,6 +516,21 @@ impl Observer {
                 .remove_matching(names::LAG, &[("flow", &s.name)]);
             self.registry
                 .remove_matching(names::STOPPED, &[("flow", &s.name)]);
+            self.registry
+                .remove_matching(names::MIRROR_STATUS, &[("flow", &s.name)]);
+            for m in &s.mirrors {
+                for kind in crate::mirror::MirrorStatusKind::ALL {
+                    let labels = [
+                        ("flow", s.name.as_str()),
+                        ("link", &m.link),
+                        ("topic", &m.topic),
+                        ("status", kind.as_str()),
+                    ];
+                    let on = if m.status == kind.as_str() { 1.0 } else { 0.0 };
+                    self.registry
+                        .gauge_set(names::MIRROR_STATUS, H_MIRROR_STATUS, &labels, on);
+                }
+            }
             self.registry.gauge_set(
                 names::PAUSED,
                 H_PAUSED,

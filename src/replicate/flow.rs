@@ -11,6 +11,7 @@
 //! the duties task ([`super::duties`]).
 
 mod mirror_ctl;
+mod mirror_status;
 mod ownership;
 mod paused;
 mod progress_out;
@@ -112,6 +113,8 @@ pub struct Flow {
     paused: Option<super::pause::PauseRecord>,
     /// Control topic log end when the pause record was last read (-1: never read).
     pause_seen: i64,
+    /// Since when the source has not answered the health check, and its last error.
+    source_down: Option<(Instant, String)>,
     /// Scale-out: the units of work this instance owns (`None`: everything).
     ownership: Option<Arc<Ownership>>,
     /// Scale-out: what this flow took up of the ownership and reported to the group.
@@ -253,6 +256,7 @@ impl Flow {
             held: HashSet::new(),
             paused: None,
             pause_seen: -1,
+            source_down: None,
             ownership: None,
             scale: ScaleView::default(),
             obs: Arc::new(Observer::new()),

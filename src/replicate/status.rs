@@ -57,6 +57,13 @@ pub struct MirrorStatus {
     pub link: String,
     /// `active`, `paused`, `promoting`, `promoted` or `failed_over`.
     pub state: String,
+    /// As Cluster Linking reports it: `ACTIVE`, `PAUSED`, `PENDING_STOPPED`, `STOPPED`,
+    /// `FAILED` or `SOURCE_UNAVAILABLE`.
+    #[serde(default)]
+    pub status: String,
+    /// Why it has that status, when there is more to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
     /// Partitions whose offsets equal the source's.
     pub identical_partitions: Vec<i32>,
     /// Partitions whose offsets are mapped, and why.

@@ -22,6 +22,7 @@ impl Flow {
         let view = self.pump.snapshot().await;
         self.advance_promotions(&view).await?;
         self.check_foreign_writes(&view).await?;
+        self.record_failures(&view, None).await?;
         Ok(view)
     }
 

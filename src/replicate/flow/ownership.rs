@@ -139,6 +139,7 @@ impl Flow {
                 }
             }
         }
+        self.note_source(src.as_ref().map(|_| ()).map_err(|e| e.to_string()));
         match (src, dst) {
             (Ok(_), Ok(_)) => self.scale.health = (Instant::now(), None),
             (Err(e), _) => {

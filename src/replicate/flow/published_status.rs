@@ -43,10 +43,13 @@ impl Flow {
             .records
             .values()
             .map(|r| {
+                let (status, status_reason) = self.status_of(r);
                 let mut ms = MirrorStatus {
                     topic: r.topic.clone(),
                     link: r.link.clone(),
                     state: r.state.as_str().to_string(),
+                    status: status.as_str().to_string(),
+                    status_reason,
                     stopped_partitions: r.diverged.iter().map(|(p, w)| (*p, w.clone())).collect(),
                     ..MirrorStatus::default()
                 };
@@ -65,10 +68,24 @@ impl Flow {
 
     /// Publishes the members and the pause, and the mirrors when `view` is given, if they
     /// changed.
+    /// Without `view`, the mirrors' statuses are brought up to date (an unreachable source
+    /// shows without a look at the partitions).
     pub(super) fn publish_status(&mut self, view: Option<&PathView>) {
         let members = self.member_statuses();
         let paused = self.paused.clone();
         let mirrors = view.map(|v| self.mirror_statuses(v));
+        let statuses: HashMap<String, (String, Option<String>)> = match (&self.mirror, view) {
+            (Some(m), None) => m
+                .view
+                .records
+                .values()
+                .map(|r| {
+                    let (kind, why) = self.status_of(r);
+                    (r.topic.clone(), (kind.as_str().to_string(), why))
+                })
+                .collect(),
+            _ => HashMap::new(),
+        };
         let name = self.name();
         self.status.send_if_modified(|status| {
             let mut moved = false;
@@ -80,6 +97,15 @@ impl Flow {
                 if status.mirrors != mirrors {
                     status.mirrors = mirrors;
                     moved = true;
+                }
+            }
+            for ms in status.mirrors.iter_mut() {
+                if let Some((kind, why)) = statuses.get(&ms.topic) {
+                    if ms.status != *kind || ms.status_reason != *why {
+                        ms.status = kind.clone();
+                        ms.status_reason = why.clone();
+                        moved = true;
+                    }
                 }
             }
             if status.members != members {

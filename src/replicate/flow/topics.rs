@@ -32,6 +32,11 @@ impl Flow {
                 ))
             })?;
         let meta = self.source.metadata(None).await?;
+        if self.mirror.is_some() && self.owns_duties() && self.may_write() {
+            let present: HashSet<String> = meta.topics.iter().map(|t| t.name.clone()).collect();
+            let view = self.pump.snapshot().await;
+            self.record_failures(&view, Some(&present)).await?;
+        }
         let mut wanted: BTreeMap<String, (usize, Option<[u8; 16]>)> = BTreeMap::new();
         for t in &meta.topics {
             if t.error_code != error_code::NONE || t.is_internal {
