@@ -12,6 +12,7 @@ use strait::protocol::frame::{encode_request, RequestMeta};
 fn spec(topic: &str, partition: i32, offset: i64) -> FetchPartitionSpec {
     FetchPartitionSpec {
         topic: topic.into(),
+        topic_id: None,
         partition,
         offset,
         current_leader_epoch: 2,

@@ -2,6 +2,7 @@
 //! encoders (kafka-python fixtures, the `kafka-protocol` crate, the `crc` crate), plus
 //! malformed and random input.
 
+mod fetch_by_id;
 mod fetch_session;
 mod fixtures;
 mod frames;

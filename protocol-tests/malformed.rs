@@ -82,7 +82,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn parsers_survive_random_bytes(data in proptest::collection::vec(any::<u8>(), 0..600), version in 0i16..13) {
+    fn parsers_survive_random_bytes(data in proptest::collection::vec(any::<u8>(), 0..600), version in 0i16..18) {
         let bytes = Bytes::from(data);
         for entry in split(bytes.clone()).flatten() {
             match entry {
@@ -97,7 +97,7 @@ proptest! {
         }
         let _ = api_versions::decode_response(Reader::new(bytes.clone()), version.min(3));
         let _ = metadata::decode_response(Reader::new(bytes.clone()), version.clamp(1, 12));
-        let _ = fetch::decode_response(Reader::new(bytes.clone()), version.clamp(4, 12));
+        let _ = fetch::decode_response(Reader::new(bytes.clone()), version.clamp(4, 17));
         let _ = produce::decode_response(Reader::new(bytes), version.clamp(3, 12));
     }
 

@@ -16,6 +16,7 @@ fn fetched(name: &str, aborted: Vec<AbortedTransaction>) -> FetchedPartition {
         .join(name);
     FetchedPartition {
         topic: "t".into(),
+        topic_id: None,
         partition: 0,
         error_code: 0,
         high_watermark: 1_000,

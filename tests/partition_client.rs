@@ -77,3 +77,47 @@ async fn one_partition_read_once_with_errors_that_name_it() {
         "{text}"
     );
 }
+
+/// A Fetch by topic id (v13+, KIP-516): the topic's own id reads as a read by name does, and
+/// an id that is not the topic's (a topic deleted since) is refused by the broker with
+/// UNKNOWN_TOPIC_ID, nothing read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_by_topic_id_reads_only_that_topic() {
+    let broker = Broker::start("edge");
+    let topic = topic_name("partition-client-id");
+    create_topic(&broker.bootstrap(), &topic, 1);
+    let records: Vec<TestRecord> = (0..10)
+        .map(|i| TestRecord::kv(format!("k{i}"), format!("v{i}")))
+        .collect();
+    produce_records(&broker.bootstrap(), &topic, &records, Codec::None);
+    let cluster = Cluster::connect(ClusterConfig::new("edge", &broker.bootstrap()))
+        .await
+        .expect("connect");
+    let id = cluster
+        .topic(&topic)
+        .await
+        .expect("metadata")
+        .expect("the topic")
+        .topic_id;
+    assert_ne!(id, [0; 16], "Apache Kafka gives every topic an id");
+    let part = cluster.partition(&topic, 0);
+    let by_id = part
+        .fetch_once(FetchRead::at(0).topic_id(Some(id)))
+        .await
+        .expect("fetch by id");
+    let by_name = part.fetch_once(FetchRead::at(0)).await.expect("by name");
+    assert_eq!(by_id.records, by_name.records);
+    assert_eq!(by_id.topic_id, Some(id), "answered at v13+");
+    assert_eq!(&*by_id.topic, topic.as_str(), "named back");
+    let mut other = id;
+    other[0] ^= 0xff;
+    let e = part
+        .fetch_once(FetchRead::at(0).topic_id(Some(other)))
+        .await
+        .expect_err("another topic's id");
+    assert_eq!(
+        e.code(),
+        Some(strait::protocol::error_code::UNKNOWN_TOPIC_ID),
+        "{e}"
+    );
+}

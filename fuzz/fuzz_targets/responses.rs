@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = check_frame_size(declared, 1 << 20);
     let frame = Bytes::copy_from_slice(&data[2..]);
     let _ = peek_correlation_id(&frame);
-    let version = i16::from(data[1] % 16);
+    let version = i16::from(data[1] % 18);
     let key = match data[0] % 4 {
         0 => ApiKey::ApiVersions,
         1 => ApiKey::Metadata,

@@ -68,6 +68,7 @@ pub async fn probe(
                         .or_default()
                         .push(FetchPartitionSpec {
                             topic: topic.into(),
+                            topic_id: None,
                             partition: p as i32,
                             offset,
                             current_leader_epoch: epoch,

@@ -112,6 +112,7 @@ async fn first_records(
     let (leader, epoch) = cluster.leader(topic, partition).await?;
     let spec = FetchPartitionSpec {
         topic: topic.into(),
+        topic_id: None,
         partition,
         offset: 0,
         current_leader_epoch: epoch,

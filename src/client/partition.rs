@@ -24,6 +24,10 @@ pub struct FetchRead {
     pub max_bytes: i32,
     /// [`READ_UNCOMMITTED`] or [`crate::protocol::fetch::READ_COMMITTED`].
     pub isolation: i8,
+    /// The topic id the read belongs to (`None`: any; read by name). With an id, a broker
+    /// that names topics by id (Fetch v13+) refuses the read once the topic was deleted,
+    /// even if one of the same name was created since.
+    pub topic_id: Option<[u8; 16]>,
 }
 
 impl FetchRead {
@@ -34,6 +38,7 @@ impl FetchRead {
             last_fetched_epoch: -1,
             max_bytes: DEFAULT_FETCH_BYTES,
             isolation: READ_UNCOMMITTED,
+            topic_id: None,
         }
     }
 
@@ -52,6 +57,12 @@ impl FetchRead {
     /// With the epoch of the batch read before the offset.
     pub fn last_fetched_epoch(mut self, epoch: i32) -> FetchRead {
         self.last_fetched_epoch = epoch;
+        self
+    }
+
+    /// Of the topic with id `id` only (`None`: whichever topic has the name).
+    pub fn topic_id(mut self, id: Option<[u8; 16]>) -> FetchRead {
+        self.topic_id = id;
         self
     }
 }
@@ -114,6 +125,7 @@ impl<'a> PartitionClient<'a> {
         let (leader, epoch) = self.leader().await.map_err(at)?;
         let spec = FetchPartitionSpec {
             topic: self.topic.into(),
+            topic_id: read.topic_id,
             partition: self.partition,
             offset: read.offset,
             current_leader_epoch: epoch,

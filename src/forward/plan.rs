@@ -388,6 +388,7 @@ mod tests {
     fn fetched(blob: Bytes, aborted: Vec<AbortedTransaction>) -> FetchedPartition {
         FetchedPartition {
             topic: "t".into(),
+            topic_id: None,
             partition: 0,
             error_code: 0,
             high_watermark: 100,

@@ -1,6 +1,13 @@
-//! Fetch (key 1), versions 4..=12: the request is built with `kafka-protocol`; the response is
+//! Fetch (key 1), versions 4..=17: the request is built with `kafka-protocol`; the response is
 //! decoded here so each partition's records stay a zero-copy slice of the response frame.
+//!
+//! From v13 (KIP-516) a Fetch names topics by topic id, not by name: a broker refuses an id
+//! that is not the topic's now (`UNKNOWN_TOPIC_ID`, `INCONSISTENT_TOPIC_ID`), so a topic
+//! deleted and created again under the same name is never read under the old one's id. A
+//! request uses v13+ only when every partition in it has a known topic id
+//! ([`version_for`]); the answer names topics by id, and [`name_topics`] maps them back.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -9,6 +16,20 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::wire::{Reader, WireError};
+
+/// First Fetch version naming topics by id (KIP-516).
+pub const MIN_TOPIC_ID_VERSION: i16 = 13;
+
+/// The Fetch version for a request of `parts` to a broker whose highest common version is
+/// `negotiated`: `negotiated` when it names topics by id and every partition's topic id is
+/// known, else at most v12 (by name).
+pub fn version_for(negotiated: i16, parts: &[FetchPartitionSpec]) -> i16 {
+    if negotiated >= MIN_TOPIC_ID_VERSION && parts.iter().all(|p| p.topic_id.is_some()) {
+        negotiated
+    } else {
+        negotiated.min(MIN_TOPIC_ID_VERSION - 1)
+    }
+}
 
 /// Read everything (READ_UNCOMMITTED).
 pub const READ_UNCOMMITTED: i8 = 0;
@@ -20,6 +41,8 @@ pub const READ_COMMITTED: i8 = 1;
 pub struct FetchPartitionSpec {
     /// Topic name (shared: a Fetch names every partition of a topic, every round).
     pub topic: Arc<str>,
+    /// The topic's id (`None`: not known; the partition is fetched by name, at most v12).
+    pub topic_id: Option<[u8; 16]>,
     /// Partition index.
     pub partition: i32,
     /// Offset to fetch from.
@@ -58,7 +81,8 @@ impl Default for FetchLimits {
 }
 
 /// Builds a full (sessionless) Fetch request. Partitions of one topic are grouped together in
-/// the order given.
+/// the order given. Each topic carries its name and its id (nil when unknown): the encoder
+/// writes the name up to v12 and the id from v13.
 pub fn request(parts: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchRequest {
     let mut topics: Vec<FetchTopic> = Vec::new();
     for p in parts {
@@ -70,10 +94,13 @@ pub fn request(parts: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchReque
         fp.log_start_offset = -1;
         fp.partition_max_bytes = p.max_bytes;
         match topics.last_mut() {
-            Some(t) if t.topic.0.as_str() == &*p.topic => t.partitions.push(fp),
+            Some(t) if t.topic.0.as_str() == &*p.topic && t.topic_id == uuid(p.topic_id) => {
+                t.partitions.push(fp)
+            }
             _ => {
                 let mut t = FetchTopic::default();
                 t.topic = TopicName(StrBytes::from_string(p.topic.to_string()));
+                t.topic_id = uuid(p.topic_id);
                 t.partitions.push(fp);
                 topics.push(t);
             }
@@ -93,6 +120,11 @@ pub fn request(parts: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchReque
     req
 }
 
+/// A topic id as the `kafka-protocol` crate holds it (nil when unknown).
+pub(crate) fn uuid(id: Option<[u8; 16]>) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(id.unwrap_or_default())
+}
+
 /// An aborted transaction listed for a partition under READ_COMMITTED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AbortedTransaction {
@@ -105,8 +137,11 @@ pub struct AbortedTransaction {
 /// One partition of a Fetch response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchedPartition {
-    /// Topic name, one allocation per topic of the response.
+    /// Topic name, one allocation per topic of the response (v13+: empty until
+    /// [`name_topics`] names it).
     pub topic: Arc<str>,
+    /// v13+: the topic's id, as the answer names the topic.
+    pub topic_id: Option<[u8; 16]>,
     /// Partition index.
     pub partition: i32,
     /// Error code.
@@ -135,7 +170,8 @@ pub struct EpochEndOffset {
     pub end_offset: i64,
 }
 
-/// Reads a partition's tagged fields (v12+), keeping the diverging epoch (tag 0).
+/// Reads a partition's tagged fields (v12+), keeping the diverging epoch (tag 0); the
+/// current leader (tag 1) and snapshot id (tag 2) are skipped by their length.
 fn partition_tags(r: &mut Reader) -> Result<Option<EpochEndOffset>, WireError> {
     let n = r.uvarint("tagged fields")? as usize;
     let mut diverging = None;
@@ -167,7 +203,9 @@ pub struct FetchResponse {
     pub partitions: Vec<FetchedPartition>,
 }
 
-/// Decodes a Fetch response body at `version` (4..=12).
+/// Decodes a Fetch response body at `version` (4..=17). From v13 topics come as ids: the
+/// partitions carry [`FetchedPartition::topic_id`] and an empty name until [`name_topics`].
+/// The top-level tagged fields (v16+: the endpoints of new leaders, KIP-951) are skipped.
 pub fn decode_response(mut r: Reader, version: i16) -> Result<FetchResponse, WireError> {
     let c = version >= 12;
     r.i32("throttle time")?;
@@ -176,51 +214,21 @@ pub fn decode_response(mut r: Reader, version: i16) -> Result<FetchResponse, Wir
     } else {
         (0, 0)
     };
-    let nt = r.array(c, 5, "responses")?;
+    let by_id = version >= MIN_TOPIC_ID_VERSION;
+    // The smallest topic: a name (2 bytes, 1 compact) or an id (16), a partition array, tags.
+    let nt = r.array(c, if by_id { 18 } else { 5 }, "responses")?;
+    let unnamed: Arc<str> = Arc::from("");
     let mut partitions = Vec::new();
     for _ in 0..nt {
-        let topic: Arc<str> = Arc::from(r.string(c, "topic")?);
+        let (topic, topic_id) = if by_id {
+            (unnamed.clone(), Some(r.uuid("topic id")?))
+        } else {
+            (Arc::from(r.string(c, "topic")?), None)
+        };
         let np = r.array(c, 30, "partitions")?;
         partitions.reserve(np);
         for _ in 0..np {
-            let partition = r.i32("partition index")?;
-            let error_code = r.i16("error code")?;
-            let high_watermark = r.i64("high watermark")?;
-            let last_stable_offset = r.i64("last stable offset")?;
-            let log_start_offset = if version >= 5 {
-                r.i64("log start offset")?
-            } else {
-                -1
-            };
-            let na = r.array_len(c, 16, "aborted transactions")?.unwrap_or(0);
-            let mut aborted_transactions = Vec::with_capacity(na);
-            for _ in 0..na {
-                let producer_id = r.i64("aborted producer id")?;
-                let first_offset = r.i64("aborted first offset")?;
-                if c {
-                    r.skip_tagged_fields()?;
-                }
-                aborted_transactions.push(AbortedTransaction {
-                    producer_id,
-                    first_offset,
-                });
-            }
-            if version >= 11 {
-                r.i32("preferred read replica")?;
-            }
-            let records = r.nullable_bytes(c, "records")?.unwrap_or_default();
-            let diverging_epoch = if c { partition_tags(&mut r)? } else { None };
-            partitions.push(FetchedPartition {
-                topic: topic.clone(),
-                partition,
-                error_code,
-                high_watermark,
-                last_stable_offset,
-                log_start_offset,
-                aborted_transactions,
-                records,
-                diverging_epoch,
-            });
+            partitions.push(decode_partition(&mut r, version, (&topic, topic_id))?);
         }
         if c {
             r.skip_tagged_fields()?;
@@ -234,4 +242,82 @@ pub fn decode_response(mut r: Reader, version: i16) -> Result<FetchResponse, Wir
         session_id,
         partitions,
     })
+}
+
+/// One partition of a Fetch response of `topic` (name, and id from v13).
+fn decode_partition(
+    r: &mut Reader,
+    version: i16,
+    topic: (&Arc<str>, Option<[u8; 16]>),
+) -> Result<FetchedPartition, WireError> {
+    let c = version >= 12;
+    let partition = r.i32("partition index")?;
+    let error_code = r.i16("error code")?;
+    let high_watermark = r.i64("high watermark")?;
+    let last_stable_offset = r.i64("last stable offset")?;
+    let log_start_offset = if version >= 5 {
+        r.i64("log start offset")?
+    } else {
+        -1
+    };
+    let na = r.array_len(c, 16, "aborted transactions")?.unwrap_or(0);
+    let mut aborted_transactions = Vec::with_capacity(na);
+    for _ in 0..na {
+        let producer_id = r.i64("aborted producer id")?;
+        let first_offset = r.i64("aborted first offset")?;
+        if c {
+            r.skip_tagged_fields()?;
+        }
+        aborted_transactions.push(AbortedTransaction {
+            producer_id,
+            first_offset,
+        });
+    }
+    if version >= 11 {
+        r.i32("preferred read replica")?;
+    }
+    let records = r.nullable_bytes(c, "records")?.unwrap_or_default();
+    let diverging_epoch = if c { partition_tags(r)? } else { None };
+    Ok(FetchedPartition {
+        topic: topic.0.clone(),
+        topic_id: topic.1,
+        partition,
+        error_code,
+        high_watermark,
+        last_stable_offset,
+        log_start_offset,
+        aborted_transactions,
+        records,
+        diverging_epoch,
+    })
+}
+
+/// Topic names by topic id, for [`name_topics`].
+pub type TopicNames = HashMap<[u8; 16], Arc<str>>;
+
+/// The topic names of `parts` by their ids (those with one).
+pub fn names_of(parts: &[FetchPartitionSpec]) -> TopicNames {
+    parts
+        .iter()
+        .filter_map(|p| Some((p.topic_id?, p.topic.clone())))
+        .collect()
+}
+
+/// Names the partitions of a v13+ answer by their topic ids from `names`. A partition of an
+/// id not in `names` (a topic never asked for) is dropped, and counted in the return value.
+pub fn name_topics(resp: &mut FetchResponse, names: &TopicNames) -> usize {
+    let before = resp.partitions.len();
+    resp.partitions.retain_mut(|p| {
+        let Some(id) = p.topic_id else {
+            return true; // named by the answer itself (before v13)
+        };
+        match names.get(&id) {
+            Some(name) => {
+                p.topic = name.clone();
+                true
+            }
+            None => false,
+        }
+    });
+    before - resp.partitions.len()
 }

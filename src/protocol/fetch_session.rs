@@ -12,6 +12,12 @@
 //! again). `FETCH_SESSION_ID_NOT_FOUND`, `INVALID_FETCH_SESSION_EPOCH` or any other top-level
 //! error, or a lost answer, start over with a full request. Versions before 7 have no sessions:
 //! requests are sessionless (`session_epoch = -1`).
+//!
+//! From v13 a session holds partitions by topic id (forgotten ones are named by id too), and a
+//! broker refuses a request whose version names topics otherwise than its session does
+//! (`FETCH_SESSION_TOPIC_ID_ERROR`): a request of the other kind closes the session and opens
+//! a new one with a full request. The session keeps the names of the topic ids it asked for,
+//! so an answer by id is named back ([`FetchSession::name_topics`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,7 +27,9 @@ use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::error_code;
-use super::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
+use super::fetch::{
+    self, FetchLimits, FetchPartitionSpec, FetchResponse, TopicNames, MIN_TOPIC_ID_VERSION,
+};
 
 /// Session id meaning "no session".
 pub(crate) const NO_SESSION: i32 = 0;
@@ -52,20 +60,30 @@ impl From<&FetchPartitionSpec> for Held {
     }
 }
 
-type Parts = BTreeMap<(Arc<str>, i32), Held>;
+/// A partition in a session: topic name, topic id (zero in a session by name: there a
+/// partition is its name and index, as the broker holds it) and index.
+type Key = (Arc<str>, [u8; 16], i32);
+
+type Parts = BTreeMap<Key, Held>;
+
+/// `p`'s key in a session by id (`by_id`) or by name.
+fn key(p: &FetchPartitionSpec, by_id: bool) -> Key {
+    let id = if by_id { p.topic_id } else { None };
+    (Arc::clone(&p.topic), id.unwrap_or_default(), p.partition)
+}
 
 /// What the request in flight asked for.
 #[derive(Debug, Clone)]
 enum Asked {
     /// A full request: its partitions in request order. They become the session's only if the
     /// broker opens one, so a broker that keeps no sessions costs no map per request.
-    Full(Vec<((Arc<str>, i32), Held)>),
+    Full(Vec<(Key, Held)>),
     /// An incremental request: the partitions the session holds once it is answered.
     Incremental(Parts),
     /// An incremental request for the partitions the session holds, nothing forgotten: the
     /// ones whose position or limits it changes (an idle flow's request changes none, and
     /// costs no copy of the session's map).
-    Changes(Vec<((Arc<str>, i32), Held)>),
+    Changes(Vec<(Key, Held)>),
 }
 
 /// The client side of one fetch session with one broker. One request at a time: build it with
@@ -75,10 +93,14 @@ enum Asked {
 pub struct FetchSession {
     id: i32,
     epoch: i32,
+    /// The session names topics by id (v13+).
+    by_id: bool,
     /// The partitions the broker's session holds, as last acknowledged.
     held: Parts,
     /// What the request in flight asked for.
     in_flight: Option<Asked>,
+    /// The names of the topic ids asked for since the session started.
+    names: TopicNames,
 }
 
 impl FetchSession {
@@ -98,30 +120,50 @@ impl FetchSession {
     }
 
     /// The request fetching `wanted` at Fetch `version`: full, incremental, or (before v7)
-    /// sessionless.
+    /// sessionless. From v13 every partition of `wanted` needs its topic id (see
+    /// [`fetch::version_for`]).
     pub fn request(
         &mut self,
         wanted: &[FetchPartitionSpec],
         limits: &FetchLimits,
         version: i16,
     ) -> FetchRequest {
+        let by_id = version >= MIN_TOPIC_ID_VERSION;
+        let mut closing = NO_SESSION;
+        if self.id != NO_SESSION && self.by_id != by_id {
+            // The broker's session names topics the other way: a full request closes it.
+            closing = self.id;
+            self.reset();
+        }
+        if by_id {
+            for p in wanted {
+                if let Some(id) = p.topic_id {
+                    self.names.entry(id).or_insert_with(|| Arc::clone(&p.topic));
+                }
+            }
+        }
         if version < MIN_SESSION_VERSION {
             self.in_flight = None;
             return fetch::request(wanted, limits);
         }
-        let keyed = wanted
-            .iter()
-            .map(|p| ((p.topic.clone(), p.partition), Held::from(p)));
         if self.id == NO_SESSION {
             let mut req = fetch::request(wanted, limits);
-            req.session_id = NO_SESSION;
+            req.session_id = closing;
             req.session_epoch = INITIAL_EPOCH;
-            self.in_flight = Some(Asked::Full(keyed.collect()));
+            self.by_id = by_id;
+            let asked = wanted.iter().map(|p| (key(p, by_id), Held::from(p)));
+            self.in_flight = Some(Asked::Full(asked.collect()));
             return req;
         }
+        self.incremental(wanted, limits)
+    }
+
+    /// An incremental request of the open session for `wanted`.
+    fn incremental(&mut self, wanted: &[FetchPartitionSpec], limits: &FetchLimits) -> FetchRequest {
+        let by_id = self.by_id;
         let (mut changed, mut all_held) = (Vec::new(), wanted.len() == self.held.len());
         for p in wanted {
-            match self.held.get(&(Arc::clone(&p.topic), p.partition)) {
+            match self.held.get(&key(p, by_id)) {
                 Some(h) if *h == Held::from(p) => {}
                 Some(_) => changed.push(p.clone()),
                 None => {
@@ -137,22 +179,29 @@ impl FetchSession {
             // The same partitions as the session's (no duplicates in `wanted`): none forgotten.
             let changes = changed
                 .iter()
-                .map(|p| ((Arc::clone(&p.topic), p.partition), Held::from(p)))
+                .map(|p| (key(p, by_id), Held::from(p)))
                 .collect();
             self.in_flight = Some(Asked::Changes(changes));
             return req;
         }
-        let next: Parts = keyed.collect();
+        let next: Parts = wanted
+            .iter()
+            .map(|p| (key(p, by_id), Held::from(p)))
+            .collect();
         let mut forgotten: Vec<ForgottenTopic> = Vec::new();
-        for (topic, partition) in self.held.keys() {
-            if next.contains_key(&(Arc::clone(topic), *partition)) {
+        for k @ (topic, id, partition) in self.held.keys() {
+            if next.contains_key(k) {
                 continue;
             }
+            let topic_id = fetch::uuid(Some(*id));
             match forgotten.last_mut() {
-                Some(f) if f.topic.0.as_str() == &**topic => f.partitions.push(*partition),
+                Some(f) if f.topic.0.as_str() == &**topic && f.topic_id == topic_id => {
+                    f.partitions.push(*partition)
+                }
                 _ => {
                     let mut f = ForgottenTopic::default();
                     f.topic = TopicName(StrBytes::from_string(topic.to_string()));
+                    f.topic_id = topic_id;
                     f.partitions.push(*partition);
                     forgotten.push(f);
                 }
@@ -161,6 +210,12 @@ impl FetchSession {
         req.forgotten_topics_data = forgotten;
         self.in_flight = Some(Asked::Incremental(next));
         req
+    }
+
+    /// Names the partitions of an answer by topic id (v13+) with the names of the ids asked
+    /// for; returns how many partitions were dropped for an id never asked for.
+    pub fn name_topics(&self, resp: &mut FetchResponse) -> usize {
+        fetch::name_topics(resp, &self.names)
     }
 
     /// Takes in the answer to the last request.
@@ -214,6 +269,7 @@ impl FetchSession {
         self.id = NO_SESSION;
         self.epoch = INITIAL_EPOCH;
         self.held.clear();
+        self.names.clear();
     }
 }
 
@@ -224,6 +280,7 @@ mod tests {
     fn spec(topic: &str, partition: i32, offset: i64) -> FetchPartitionSpec {
         FetchPartitionSpec {
             topic: topic.into(),
+            topic_id: None,
             partition,
             offset,
             current_leader_epoch: 3,

@@ -32,13 +32,15 @@ impl Versions {
     }
 }
 
-/// The APIs strait speaks and the versions it implements. Produce and Fetch stop below the
-/// versions that name topics by id only (Produce v13, Fetch v13).
+/// The APIs strait speaks and the versions it implements. Produce stops below the version
+/// that names topics by id only (v13); Fetch goes to v17 and names topics by id from v13
+/// when their ids are known, else by name at most v12 (`fetch::version_for`). Fetch v18 adds
+/// only a field for KRaft followers.
 pub fn supported_versions(key: ApiKey) -> Option<Versions> {
     let (min, max) = match key {
         ApiKey::ApiVersions => (0, 3),
         ApiKey::Metadata => (1, 12),
-        ApiKey::Fetch => (4, 12),
+        ApiKey::Fetch => (4, 17),
         ApiKey::Produce => (3, 12),
         ApiKey::ListOffsets => (1, 9),
         ApiKey::CreateTopics => (2, 7),
@@ -134,6 +136,14 @@ pub mod error_code {
     pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
     /// The fetch session epoch is not the one the broker expects (KIP-227).
     pub const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
+    /// The broker knows no topic of this id (Fetch v13+): the topic was deleted (and perhaps
+    /// created again under a new id), or the broker's metadata lags.
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
+    /// The topic id asked for is not the id of the partition's log (Fetch v13+): the topic was
+    /// deleted and created again under the same name.
+    pub const INCONSISTENT_TOPIC_ID: i16 = 103;
+    /// A fetch session request names topics otherwise (by id or by name) than the session.
+    pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = 106;
 
     /// Errors that a retry (after a metadata refresh where relevant) can cure.
     pub fn is_retriable(code: i16) -> bool {
@@ -152,6 +162,8 @@ pub mod error_code {
                 | UNKNOWN_LEADER_EPOCH
                 | OFFSET_NOT_AVAILABLE
                 | KAFKA_STORAGE_ERROR
+                | UNKNOWN_TOPIC_ID
+                | INCONSISTENT_TOPIC_ID
         )
     }
 
@@ -165,7 +177,15 @@ pub mod error_code {
                 | FENCED_LEADER_EPOCH
                 | UNKNOWN_LEADER_EPOCH
                 | KAFKA_STORAGE_ERROR
+                | UNKNOWN_TOPIC_ID
+                | INCONSISTENT_TOPIC_ID
         )
+    }
+
+    /// Whether `code` says the topic id a Fetch asked for is not the topic's now: deleted, or
+    /// deleted and created again (or the broker's metadata lags behind a new topic).
+    pub fn is_topic_id_stale(code: i16) -> bool {
+        matches!(code, UNKNOWN_TOPIC_ID | INCONSISTENT_TOPIC_ID)
     }
 
     /// A short name for an error code, as Kafka's `Errors` enum spells it.

@@ -675,6 +675,7 @@ impl Flow {
             last_fetched_epoch,
             max_bytes: self.cfg.fetch_max_bytes,
             isolation,
+            topic_id: None,
         };
         self.source
             .partition(topic, partition)

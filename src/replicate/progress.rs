@@ -597,6 +597,7 @@ mod writer_tests {
         let blob = encode_batch(&fields, Compression::None, &records).unwrap();
         let fetched = crate::protocol::fetch::FetchedPartition {
             topic: "t".into(),
+            topic_id: None,
             partition: 0,
             error_code: 0,
             high_watermark: 43,

@@ -5,16 +5,15 @@
 use super::*;
 
 impl Cluster {
-    /// One Fetch request to broker `node`. Partition errors are returned per partition.
+    /// One Fetch request to broker `node`, by topic id when every partition's is known and the
+    /// broker names topics by id (v13+). Partition errors are returned per partition.
     pub async fn fetch(
         &self,
         node: i32,
         parts: &[FetchPartitionSpec],
         limits: &FetchLimits,
     ) -> Result<FetchResponse> {
-        let (resp, addr) = self
-            .fetch_with(node, limits, |_| fetch::request(parts, limits))
-            .await?;
+        let (resp, addr) = self.fetch_with(node, parts, limits).await?;
         self.fetch_error(resp, &addr)
     }
 
@@ -49,7 +48,8 @@ impl Cluster {
     ) -> Result<PendingFetch> {
         let started = async {
             let conn = self.open_data(node)?;
-            let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
+            let negotiated = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
+            let version = fetch::version_for(negotiated, parts);
             let meta = conn.meta(ApiKey::Fetch, version);
             let id = meta.correlation_id;
             let req = session.request(parts, limits, version);
@@ -74,19 +74,22 @@ impl Cluster {
         started
     }
 
-    /// Sends the Fetch request `build` makes for the negotiated version; returns the decoded
-    /// response (top-level error not checked) and the broker's address.
+    /// Sends a sessionless Fetch request for `parts` at the version [`fetch::version_for`]
+    /// picks; returns the decoded response, named (top-level error not checked), and the
+    /// broker's address.
     async fn fetch_with(
         &self,
         node: i32,
+        parts: &[FetchPartitionSpec],
         limits: &FetchLimits,
-        build: impl FnOnce(i16) -> kafka_protocol::messages::FetchRequest,
     ) -> Result<(FetchResponse, String)> {
         let conn = self.connection(node).await?;
-        let version = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
+        let negotiated = conn.version(ApiKey::Fetch).map_err(|e| self.ctx(e))?;
+        let version = fetch::version_for(negotiated, parts);
         let meta = conn.meta(ApiKey::Fetch, version);
         let id = meta.correlation_id;
-        let frame = encode_request(&meta, &build(version)).map_err(Error::invalid)?;
+        let req = fetch::request(parts, limits);
+        let frame = encode_request(&meta, &req).map_err(Error::invalid)?;
         let timeout = self.config.connection.request_timeout
             + Duration::from_millis(limits.max_wait_ms.max(0) as u64);
         let started = Instant::now();
@@ -96,8 +99,11 @@ impl Cluster {
             .map_err(|e| self.ctx(e))?;
         self.observe_request(ApiKey::Fetch, started);
         let body = response_body(bytes, ApiKey::Fetch, version).map_err(|e| self.ctx(e.into()))?;
-        let resp = fetch::decode_response(body, version)
+        let mut resp = fetch::decode_response(body, version)
             .map_err(|e| self.ctx(Error::from(e).broker_addr(conn.addr())))?;
+        if version >= fetch::MIN_TOPIC_ID_VERSION {
+            fetch::name_topics(&mut resp, &fetch::names_of(parts));
+        }
         Ok((resp, conn.addr().to_string()))
     }
 
@@ -246,7 +252,15 @@ impl PendingFetch {
                 .map_err(|e| e.cluster(&self.cluster))?;
             let body = response_body(bytes, ApiKey::Fetch, self.version)
                 .map_err(|e| ctx(Error::from(e)))?;
-            fetch::decode_response(body, self.version).map_err(|e| ctx(Error::from(e)))
+            let mut resp =
+                fetch::decode_response(body, self.version).map_err(|e| ctx(Error::from(e)))?;
+            if self.version >= fetch::MIN_TOPIC_ID_VERSION {
+                let unknown = session.name_topics(&mut resp);
+                if unknown > 0 {
+                    tracing::debug!(cluster = %self.cluster, broker = %self.broker, "{unknown} partitions of topic ids never asked for in a Fetch answer; ignored");
+                }
+            }
+            Ok::<_, Error>(resp)
         }
         .await;
         match &decoded {

@@ -484,6 +484,7 @@ impl Flow {
                 last_fetched_epoch: -1,
                 max_bytes: self.cfg.fetch_max_bytes,
                 isolation: READ_UNCOMMITTED,
+                topic_id: None,
             };
             let p = self
                 .target

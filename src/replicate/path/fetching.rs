@@ -101,6 +101,8 @@ impl DataPath {
                 .or_default()
                 .push(FetchPartitionSpec {
                     topic: k.0.clone(),
+                    // By id when known: a broker refuses the id of a topic deleted since.
+                    topic_id: st.topic_id,
                     partition: k.1,
                     offset: st.planner.next_offset(),
                     current_leader_epoch: epoch,
@@ -239,8 +241,12 @@ impl DataPath {
                     self.events
                         .push_back(Event::InvalidateSource(key.0.to_string()));
                 }
-                if code == error_code::UNKNOWN_TOPIC_OR_PARTITION {
-                    // The source topic may have been deleted: the refresh finds out soon.
+                if code == error_code::UNKNOWN_TOPIC_OR_PARTITION
+                    || error_code::is_topic_id_stale(code)
+                {
+                    // The source topic may have been deleted, or deleted and created again
+                    // (a Fetch by topic id, v13+, is refused then): the refresh finds out soon
+                    // and stops the partition if the topic's id changed. Nothing was read.
                     self.events.push_back(Event::RefreshTopics);
                 }
                 tracing::warn!(flow = %flow, cluster = %src, topic = %key.0, partition = key.1, offset = at, "fetch error {}", error_code::name(code));
@@ -433,6 +439,122 @@ pub fn topic_id_text(id: [u8; 16]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replicate::progress::Writer;
+    use bytes::Bytes;
+    use std::sync::Arc;
+
+    /// A source whose metadata gives every topic the id in the cell.
+    struct OneTopic(std::cell::Cell<[u8; 16]>);
+
+    impl Topology for OneTopic {
+        fn source_leader(&self, _topic: &str, _partition: i32) -> Option<(i32, i32)> {
+            Some((1, 0))
+        }
+        fn source_topic_id(&self, _topic: &str) -> Option<[u8; 16]> {
+            Some(self.0.get())
+        }
+        fn source_connected(&self, _node: i32) -> bool {
+            true
+        }
+        fn target_leader(&self, _topic: &str, _partition: i32) -> Option<i32> {
+            Some(2)
+        }
+        fn target_connection(&self, _node: i32) -> Option<u64> {
+            Some(1)
+        }
+    }
+
+    fn path_of(topic_id: Option<[u8; 16]>) -> DataPath {
+        let mut path = DataPath::new(PathSettings {
+            flow: "a->b".into(),
+            source: "a".into(),
+            target: "b".into(),
+            buffer_bytes: 1 << 20,
+            fetch_max_bytes: 1 << 16,
+            fetch_max_wait: Duration::from_millis(500),
+            mirrored: false,
+            max_bytes_per_second: None,
+            recompress: Recompress::None,
+        });
+        let writer = Writer {
+            producer_id: 7,
+            producer_epoch: 0,
+            next_sequence: 0,
+        };
+        let start = PartStart {
+            topic_id,
+            ..PartStart::new("t", "a.t", 0, OffsetMap::new(40, 40), writer)
+        };
+        let st = PartState::new(start, path.next_epoch());
+        path.add((Arc::from("t"), 0), st);
+        path
+    }
+
+    fn refused(code: i16) -> FetchedPartition {
+        FetchedPartition {
+            topic: "t".into(),
+            topic_id: Some([1; 16]),
+            partition: 0,
+            error_code: code,
+            high_watermark: 300,
+            last_stable_offset: 300,
+            log_start_offset: 0,
+            aborted_transactions: Vec::new(),
+            // What a broker reading the new topic would have sent: never planned on an error.
+            records: Bytes::from_static(&[0; 64]),
+            diverging_epoch: None,
+        }
+    }
+
+    #[test]
+    fn a_refused_topic_id_writes_nothing_and_a_new_id_stops_the_partition_as_recreated() {
+        let (old, new) = ([1; 16], [2; 16]);
+        for code in [
+            error_code::UNKNOWN_TOPIC_ID,
+            error_code::INCONSISTENT_TOPIC_ID,
+        ] {
+            let mut path = path_of(Some(old));
+            let topo = OneTopic(std::cell::Cell::new(old));
+            let now = Instant::now();
+            let orders = path.poll_fetch(now, &topo);
+            assert_eq!(orders.len(), 1);
+            assert_eq!(orders[0].specs[0].topic_id, Some(old), "fetched by id");
+            let planned = path.handle_fetch(now, orders[0].id, Ok(vec![refused(code)]));
+            assert_eq!(planned, 0);
+            let k: PartKey = (Arc::from("t"), 0);
+            let st = path.part(&k).expect("partition");
+            assert_eq!(st.planner.next_offset(), 40, "position not advanced");
+            assert!(st.queue.is_empty() && st.failed.is_none());
+            let events: Vec<Event> = std::iter::from_fn(|| path.poll_event()).collect();
+            assert!(events
+                .iter()
+                .any(|e| matches!(e, Event::InvalidateSource(t) if t == "t")));
+            assert!(events.iter().any(|e| matches!(e, Event::RefreshTopics)));
+            // The refreshed metadata shows the topic's new id: the partition is reported as
+            // re-created, and not fetched.
+            topo.0.set(new);
+            assert!(path.poll_fetch(now, &topo).is_empty());
+            let events: Vec<Event> = std::iter::from_fn(|| path.poll_event()).collect();
+            assert!(
+                events.iter().any(
+                    |e| matches!(e, Event::Recreated { was, now, .. } if *was == old && *now == new)
+                ),
+                "{events:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_partition_without_a_topic_id_is_fetched_by_name() {
+        let mut path = path_of(None);
+        let topo = OneTopic(std::cell::Cell::new([3; 16]));
+        let orders = path.poll_fetch(Instant::now(), &topo);
+        assert_eq!(orders[0].specs[0].topic_id, None);
+        assert_eq!(
+            crate::protocol::fetch::version_for(17, &orders[0].specs),
+            12
+        );
+    }
 
     #[test]
     fn topic_ids_print_as_kafka_prints_them() {

@@ -137,6 +137,7 @@ impl SimSource {
         }
         FetchedPartition {
             topic: key.0.clone(),
+            topic_id: None,
             partition: key.1,
             error_code: 0,
             high_watermark: self.end(),
