@@ -250,6 +250,7 @@ fn cluster_linking_walkthrough() {
         .split_whitespace()
         .collect();
     // Topic Partition ClusterLink State SourceLogStart SourceLogEnd DestLogEnd Lag FetchLag CaughtUp Offsets
+    // Status
     assert_eq!(
         row,
         [
@@ -263,7 +264,8 @@ fn cluster_linking_walkthrough() {
             "0",
             "0",
             "true",
-            "identical"
+            "identical",
+            "ACTIVE"
         ],
         "{status}"
     );
@@ -583,4 +585,47 @@ fn pause_resume_and_failover_are_durable_and_taken_up_while_running() {
     );
     drop(run);
     proxy_east.assert_clean();
+}
+
+/// Issue 32, the group offset sync rule for mirror flows: a group reset backwards on the source
+/// (to read again) is reset on the destination too, as Cluster Linking's consumer offset sync
+/// does, and a consumer moved there then reads from exactly the rewound position.
+#[test]
+fn a_group_rewound_on_the_source_is_rewound_on_the_mirror() {
+    let west = Broker::start("rewind-west");
+    let east = Broker::start("rewind-east");
+    let topic = "rewound";
+    create_topic(&west.bootstrap(), topic, 1);
+    produce_records(&west.bootstrap(), topic, &numbers(1, 200), Codec::None);
+    let dir = std::env::temp_dir().join(topic_name("mirror-rewind"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("link.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"west\"\ntarget = \"east\"\nmode = \"mirror\"\nlink = \"l\"\n\
+             topics = [\"rewound\"]\nrefresh_topics_interval_secs = 1\n\
+             consumer_offset_sync_interval_ms = 500\n",
+            west.bootstrap(),
+            east.bootstrap()
+        ),
+    )
+    .expect("config");
+    let run = start(&config, &dir.join("run.log"));
+    support::data::commit_group(&west.bootstrap(), "rewinder", topic, 1, 150);
+    wait_until("rewinder at 150 on east", &run, || {
+        end(&east.bootstrap(), topic, 0) == 200
+            && committed(&east.bootstrap(), "rewinder", topic, 0) == Some(150)
+    });
+    // Reset on the source, as `kafka-consumer-groups --reset-offsets --to-offset 40` does.
+    support::data::commit_group(&west.bootstrap(), "rewinder", topic, 1, 40);
+    wait_until("rewinder back at 40 on east", &run, || {
+        committed(&east.bootstrap(), "rewinder", topic, 0) == Some(40)
+    });
+    let read = consume_and_commit(&east.bootstrap(), "rewinder", topic, 160);
+    assert_eq!(read.first().map(String::as_str), Some("41"));
+    assert_eq!(read.last().map(String::as_str), Some("200"));
+    let log = run.stop();
+    assert!(!log.contains("consumer offset sync failed"), "{log}");
 }

@@ -270,3 +270,100 @@ fn configs_and_acls_follow_the_source_while_running() {
         "{log}"
     );
 }
+
+/// Cluster Linking's topic config and ACL sync for a mirror flow: a mirror topic follows a
+/// `retention.ms` change and a new ACL on its source topic (same name on both sides), and once
+/// promoted it is an ordinary topic whose settings are its own.
+#[test]
+fn a_mirror_topic_follows_its_source_until_promoted() {
+    let tool = java::compile("AclTool");
+    let (a, d) = std::thread::scope(|s| {
+        let a = s.spawn(|| start_with_authorizer("a"));
+        let d = s.spawn(|| start_with_authorizer("d"));
+        let join = |h: std::thread::ScopedJoinHandle<'_, KafkaCluster>| {
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+        };
+        (join(a), join(d))
+    });
+    create_topic_with_config(&a.bootstrap(), TOPIC, 2, &[("retention.ms", "86400000")]);
+    let records: Vec<TestRecord> = (0..50)
+        .map(|i| TestRecord::kv(format!("k{i}"), "v"))
+        .collect();
+    produce_records(&a.bootstrap(), TOPIC, &records, Codec::None);
+    create_acls(
+        &tool,
+        &a.bootstrap(),
+        &["orders LITERAL User:alice * READ ALLOW"],
+    );
+    let dir = std::env::temp_dir().join(topic_name("mirror-sync"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("mirror.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.d]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"d\"\nmode = \"mirror\"\nlink = \"l\"\n\
+             topics = [\"orders\"]\nrefresh_topics_interval_secs = 1\n\
+             sync_topic_configs_interval_secs = 1\nsync_topic_acls_interval_secs = 1\n",
+            a.bootstrap(),
+            d.bootstrap()
+        ),
+    )
+    .expect("config");
+    let run = StraitRun::start_with(&config, &dir.join("run.log"), "info");
+    wait_until("orders mirrored", Duration::from_secs(60), &run, || {
+        watermarks(&d.bootstrap(), TOPIC)
+            .iter()
+            .map(|(_, h)| h)
+            .sum::<i64>()
+            == 50
+    });
+    let alice = acl("orders LITERAL User:alice * READ ALLOW");
+    wait_until("alice's ACL on d", Duration::from_secs(30), &run, || {
+        acls(&tool, &d.bootstrap()).contains(&alice)
+    });
+    set_configs(&a.bootstrap(), TOPIC, &[("retention.ms", "3600000")]);
+    create_acls(
+        &tool,
+        &a.bootstrap(),
+        &["orders LITERAL User:erin * DESCRIBE ALLOW"],
+    );
+    let erin = acl("orders LITERAL User:erin * DESCRIBE ALLOW");
+    wait_until(
+        "retention.ms and the new ACL follow",
+        Duration::from_secs(30),
+        &run,
+        || {
+            configs(&d.bootstrap(), TOPIC)
+                .get("retention.ms")
+                .map(String::as_str)
+                == Some("3600000")
+                && acls(&tool, &d.bootstrap()).contains(&erin)
+        },
+    );
+
+    // Promoted: the topic's settings are its own from now on.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["mirror", "promote", "--config"])
+        .arg(&config)
+        .args(["--topic", TOPIC])
+        .output()
+        .expect("promote");
+    assert!(out.status.success(), "{out:?}");
+    set_configs(&a.bootstrap(), TOPIC, &[("retention.ms", "7200000")]);
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        configs(&d.bootstrap(), TOPIC)
+            .get("retention.ms")
+            .map(String::as_str),
+        Some("3600000"),
+        "a promoted topic no longer follows its source"
+    );
+    let log = run.stop();
+    assert!(
+        log.contains("synced topic configs from the source topic")
+            && !log.contains("topic config sync failed")
+            && !log.contains("topic ACL sync failed"),
+        "{log}"
+    );
+}

@@ -20,7 +20,6 @@ use super::membership::Ownership;
 use super::positions::{Positions, PositionsHandle};
 use super::progress::{self, Stored};
 use super::store;
-use crate::assignment::WorkItem;
 use crate::client::Cluster;
 use crate::config::FlowConfig;
 use crate::error::{Error, Result};
@@ -99,15 +98,11 @@ impl Duties {
     /// Whether this instance does the flow's duties and may write now (scale-out: it owns the
     /// duties unit, or the whole flow for a mirror flow, and its membership lease is valid).
     fn active(&self) -> bool {
-        let flow = self.name();
-        let unit = if self.mirror.is_some() {
-            WorkItem::Flow { flow }
-        } else {
-            WorkItem::Duties { flow }
-        };
-        self.ownership
-            .as_deref()
-            .is_none_or(|o| o.may_write() && o.is_assigned(&unit))
+        Ownership::does_duties(
+            self.ownership.as_deref(),
+            &self.name(),
+            self.mirror.is_some(),
+        )
     }
 
     /// Runs until `shutdown` turns true. The checkpoints written before are read first, so a

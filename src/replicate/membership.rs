@@ -103,14 +103,16 @@ impl Ownership {
     }
 
     /// Whether this instance does the duties of `flow` now: it is assigned the flow's duties
-    /// unit and its membership lease is valid (`None`: no scale-out, always).
-    pub fn does_duties(own: Option<&Self>, flow: &str) -> bool {
-        own.is_none_or(|o| {
-            o.may_write()
-                && o.is_assigned(&WorkItem::Duties {
-                    flow: flow.to_string(),
-                })
-        })
+    /// unit (the whole flow for a mirror flow, which is one unit of work) and its membership
+    /// lease is valid (`None`: no scale-out, always).
+    pub fn does_duties(own: Option<&Self>, flow: &str, mirror: bool) -> bool {
+        let flow = flow.to_string();
+        let unit = if mirror {
+            WorkItem::Flow { flow }
+        } else {
+            WorkItem::Duties { flow }
+        };
+        own.is_none_or(|o| o.may_write() && o.is_assigned(&unit))
     }
 
     /// Changes each time the membership was lost.

@@ -1,6 +1,8 @@
-//! A replicate flow's remote topics kept in step with their source topics while it runs: topic
-//! configs (MirrorMaker 2's `sync.topic.configs.enabled`) and topic ACLs (its
-//! `sync.topic.acls.enabled`), each on its own interval. A control task of its own beside the
+//! A flow's remote topics kept in step with their source topics while it runs: topic configs
+//! (MirrorMaker 2's `sync.topic.configs.enabled`, Cluster Linking's topic config sync) and
+//! topic ACLs (MirrorMaker 2's `sync.topic.acls.enabled`, Cluster Linking's ACL sync), each on
+//! its own interval. A mirror flow syncs only its live mirror topics: one promoted or failed
+//! over is an ordinary topic whose settings are its own. A control task of its own beside the
 //! data path and the duties: its requests go over the clusters' control connections and never
 //! delay a Fetch or a Produce.
 //!
@@ -24,6 +26,7 @@ use kafka_protocol::messages::ApiKey;
 use super::flow::{EFFECTIVE_CONFIGS, REPLICABLE_CONFIGS};
 use super::lists::{self, ListKind, Lists};
 use super::membership::Ownership;
+use super::mirrors;
 use crate::client::admin::acl;
 use crate::client::{AclBinding, Cluster, ConfigOp};
 use crate::config::{FlowConfig, FlowMode, NamingPolicy};
@@ -128,11 +131,12 @@ pub struct TopicSync {
     obs: Arc<Observer>,
     /// What was reported once: a cluster without an authorizer, or without an API.
     reported: BTreeSet<String>,
+    /// Mirror flows: the mirror topics not ended (promoted or failed over), read at each pass.
+    live_mirrors: Option<BTreeSet<String>>,
 }
 
 impl TopicSync {
-    /// The sync task of the flow `cfg`, or `None` when it has nothing to do: a mirror flow, or
-    /// both syncs turned off.
+    /// The sync task of the flow `cfg`, or `None` when both syncs are turned off.
     pub fn new(
         cfg: FlowConfig,
         source: Arc<Cluster>,
@@ -140,7 +144,7 @@ impl TopicSync {
         ownership: Option<Arc<Ownership>>,
         obs: Arc<Observer>,
     ) -> Option<TopicSync> {
-        if cfg.mode != FlowMode::Replicate || !(cfg.sync_topic_configs || cfg.sync_topic_acls) {
+        if !(cfg.sync_topic_configs || cfg.sync_topic_acls) {
             return None;
         }
         let policy = match &cfg.naming {
@@ -157,6 +161,7 @@ impl TopicSync {
             ownership,
             obs,
             reported: BTreeSet::new(),
+            live_mirrors: None,
         })
     }
 
@@ -167,7 +172,25 @@ impl TopicSync {
     /// Whether this instance does the flow's duties and may write now (scale-out: it owns the
     /// duties unit and its membership lease is valid), as for heartbeats and checkpoints.
     fn active(&self) -> bool {
-        Ownership::does_duties(self.ownership.as_deref(), &self.name())
+        let mirror = self.cfg.mode == FlowMode::Mirror;
+        Ownership::does_duties(self.ownership.as_deref(), &self.name(), mirror)
+    }
+
+    /// Mirror flows: reads which mirror topics are live now.
+    async fn read_live_mirrors(&mut self) -> Result<()> {
+        if self.cfg.mode != FlowMode::Mirror {
+            return Ok(());
+        }
+        let view =
+            mirrors::read_view(&self.target, self.source.name(), &self.cfg.link_name()).await?;
+        self.live_mirrors = Some(
+            view.records
+                .values()
+                .filter(|r| !r.state.is_stopped())
+                .map(|r| r.topic.clone())
+                .collect(),
+        );
+        Ok(())
     }
 
     /// Runs until `shutdown` turns true.
@@ -228,6 +251,10 @@ impl TopicSync {
     /// Whether the flow replicates a source topic of this name (as the data path decides).
     fn replicates(&self, filter: &NameFilter, topic: &str) -> bool {
         topic_should_replicate(filter, &self.policy, topic, self.target.name()).replicate()
+            && self
+                .live_mirrors
+                .as_ref()
+                .is_none_or(|live| live.contains(topic))
     }
 
     /// One config pass over the replicated topics whose remote topic exists; a topic that
@@ -246,6 +273,7 @@ impl TopicSync {
             };
         }
         let filter = self.topic_filter().await?;
+        self.read_live_mirrors().await?;
         let meta = self.source.metadata(None).await?;
         let mut changed = 0;
         for t in meta
@@ -330,6 +358,7 @@ impl TopicSync {
             return Ok(0);
         };
         let filter = self.topic_filter().await?;
+        self.read_live_mirrors().await?;
         let wanted: BTreeSet<AclBinding> = acls
             .iter()
             .filter(|b| self.replicates(&filter, &b.resource_name))
