@@ -124,7 +124,8 @@ fn lab_mm2(a: &str, b: &str) -> String {
     )
 }
 
-fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) {
+/// Plays the lab; returns the topic names on cluster_a and cluster_b at its end.
+fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) -> [Vec<String>; 2] {
     let (a, proxy_a) = Broker::start_behind_proxy("cluster_a");
     let (b, proxy_b) = Broker::start_behind_proxy("cluster_b");
     let dir = std::env::temp_dir().join(topic_name("lab"));
@@ -264,6 +265,8 @@ fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) {
     assert!(proxy_a.produce_batches() > 0 && proxy_b.produce_batches() > 0);
     proxy_a.assert_clean();
     proxy_b.assert_clean();
+    let names_b = topics(&b.bootstrap()).into_iter().map(|t| t.0).collect();
+    [names, names_b]
 }
 
 #[test]
@@ -274,6 +277,35 @@ fn srm_lab_with_strait_toml() {
 #[test]
 fn srm_lab_with_mm2_properties() {
     play_lab(lab_mm2, "mm2.properties");
+}
+
+/// Issue 32: the lab on clusters whose naming policy wants every topic under `ops.`: strait's
+/// own topics renamed with `control_topic` and `progress_topic` on both clusters; the lab plays
+/// the same, and no topic with a default name is created.
+#[test]
+fn srm_lab_with_renamed_internal_topics() {
+    let renamed = |a: &str, b: &str| {
+        lab_toml(a, b).replace(
+            "bootstrap_servers = [",
+            "control_topic = \"ops.strait-control.internal\"\n\
+             progress_topic = \"ops.strait-progress.internal\"\n\
+             bootstrap_servers = [",
+        )
+    };
+    let [on_a, on_b] = play_lab(renamed, "lab.toml");
+    // cluster_b holds the progress records of the flow into it and the runtime lists the lab
+    // changed; neither cluster has a topic of a default name.
+    assert!(
+        on_b.iter().any(|n| n == "ops.strait-progress.internal")
+            && on_b.iter().any(|n| n == "ops.strait-control.internal"),
+        "{on_b:?}"
+    );
+    for names in [&on_a, &on_b] {
+        assert!(
+            !names.iter().any(|n| n.starts_with("strait-")),
+            "a default-named topic: {names:?}"
+        );
+    }
 }
 
 /// Clusters `a` (direct) and `b` (behind the Produce-checking proxy) and a config file with

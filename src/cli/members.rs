@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::DescribeGroupsResponse;
 use strait::assignment::{Assignment, WorkItem};
-use strait::replicate::lists::CONTROL_TOPIC;
 use strait::replicate::membership::{
     assignment_key, group_id, held_key, StoredAssignment, StoredHeld,
 };
@@ -93,7 +92,7 @@ pub async fn run(args: &MembersArgs) -> Result<String> {
         // Live members from the coordinator; what they own and run from their stored records.
         let resp = cluster.describe_group(&group).await?;
         let (state, live, coordinator) = live_members(resp);
-        let records = store::read_latest(&cluster, CONTROL_TOPIC).await?;
+        let records = store::read_latest(&cluster, cluster.control_topic()).await?;
         let assigned: Option<StoredAssignment> = records
             .get(assignment_key(&group).as_bytes())
             .and_then(|v| serde_json::from_slice(v).ok());

@@ -154,6 +154,32 @@ pub use self::validate::{is_loopback_listen, validate};
 
 /// Default client id sent to brokers.
 pub const DEFAULT_CLIENT_ID: &str = "strait";
+
+/// The default name of strait's control topic on a cluster (runtime lists, mirror records,
+/// membership, pause records).
+pub const DEFAULT_CONTROL_TOPIC: &str = "strait-control.internal";
+
+/// The default name of strait's progress topic on a cluster (offset maps, positions).
+pub const DEFAULT_PROGRESS_TOPIC: &str = "strait-progress.internal";
+
+/// The names of strait's own compacted topics on one cluster (`control_topic`,
+/// `progress_topic`), for clusters whose topic naming policy refuses the defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InternalTopics {
+    /// Runtime lists, mirror records, membership and pause records.
+    pub control: String,
+    /// Offset maps and positions of the flows writing into this cluster.
+    pub progress: String,
+}
+
+impl Default for InternalTopics {
+    fn default() -> InternalTopics {
+        InternalTopics {
+            control: DEFAULT_CONTROL_TOPIC.to_string(),
+            progress: DEFAULT_PROGRESS_TOPIC.to_string(),
+        }
+    }
+}
 /// Default topics to replicate (MM2 `topics`).
 pub const DEFAULT_TOPICS: &[&str] = &[".*"];
 /// Default topics never replicated (MM2 `topics.exclude`).
@@ -292,6 +318,8 @@ pub struct ClusterSettings {
     pub sasl: Option<SaslSettings>,
     /// TLS settings (with `SSL` / `SASL_SSL`).
     pub tls: TlsSettings,
+    /// Names of strait's own topics on this cluster.
+    pub internal_topics: InternalTopics,
 }
 
 impl ClusterSettings {
@@ -307,6 +335,7 @@ impl ClusterSettings {
             replication_factor: -1,
             sasl: None,
             tls: TlsSettings::default(),
+            internal_topics: InternalTopics::default(),
         }
     }
 

@@ -35,6 +35,8 @@ const CLUSTER_KEYS: &[&str] = &[
     "connect_timeout_secs",
     "connect_timeout_ms",
     "replication_factor",
+    "control_topic",
+    "progress_topic",
     "sasl_mechanism",
     "sasl_username",
     "sasl_password",
@@ -410,6 +412,8 @@ fn toml_cluster(file: &str, alias: &str, v: &toml::Value) -> Result<ClusterSetti
             }
             "security_protocol" => c.security_protocol = toml_protocol(file, &kpath, v)?,
             "client_id" => c.client_id = toml_str(file, &kpath, v)?.to_string(),
+            "control_topic" => c.internal_topics.control = toml_str(file, &kpath, v)?.to_string(),
+            "progress_topic" => c.internal_topics.progress = toml_str(file, &kpath, v)?.to_string(),
             "replication_factor" => {
                 c.replication_factor = toml_replication_factor(file, &kpath, v)?
             }
@@ -609,6 +613,8 @@ client_id = "me"
 request_timeout_ms = 1500
 connect_timeout_secs = 3
 replication_factor = 3
+control_topic = "ops.strait-control.internal"
+progress_topic = "ops-strait-progress-internal"
 "#,
             "c.toml",
         )
@@ -620,6 +626,8 @@ replication_factor = 3
         assert_eq!(e.request_timeout, Duration::from_millis(1500));
         assert_eq!(e.connect_timeout, Duration::from_secs(3));
         assert_eq!(e.replication_factor, 3);
+        assert_eq!(e.internal_topics.control, "ops.strait-control.internal");
+        assert_eq!(e.internal_topics.progress, "ops-strait-progress-internal");
         assert!(c.flows.is_empty());
     }
 

@@ -13,7 +13,9 @@ use regex::Regex;
 use super::error::{ConfigError, FlowProv};
 use super::security::{check_security, SaslParts};
 use super::NamingPolicy;
-use super::{ClusterSettings, Config, ConfigFormat, FlowConfig, FlowMode, HttpSettings};
+use super::{
+    ClusterSettings, Config, ConfigFormat, FlowConfig, FlowMode, HttpSettings, InternalTopics,
+};
 
 /// What a cluster alias (or an instance group) may contain.
 pub(super) const ALIAS_RULE: &str = "letters, digits, `_` and `-`";
@@ -92,6 +94,8 @@ fn validate_cluster(file: &str, alias: &str, c: &ClusterSettings) -> Result<(), 
         ConfigError::new(file, format!("{path}.replication_factor"), p)
             .allowed(REPLICATION_FACTOR_ALLOWED)
     })?;
+    check_internal_topics(&c.internal_topics)
+        .map_err(|(field, p)| ConfigError::new(file, format!("{path}.{field}"), p))?;
     SaslParts::from_settings(c.sasl.clone())
         .finish(c.security_protocol)
         .map_err(|(field, p)| ConfigError::new(file, format!("{path}.{field}"), p))?;
@@ -163,6 +167,50 @@ pub(super) fn check_timeout_ms(d: Duration) -> Result<(), String> {
 }
 
 /// Checks a replication factor: -1 (the broker's default) or 1 to `i16::MAX`.
+/// strait's own topic names on a cluster: legal Kafka topic names, different from each other,
+/// and internal by MirrorMaker 2's name rule, so that neither strait nor MirrorMaker 2 ever
+/// replicates them.
+fn check_internal_topics(t: &InternalTopics) -> Result<(), (&'static str, String)> {
+    for (field, name) in [
+        ("control_topic", &t.control),
+        ("progress_topic", &t.progress),
+    ] {
+        if name.is_empty() || name.len() > 249 || name == "." || name == ".." {
+            return Err((
+                field,
+                format!("`{name}` is not a Kafka topic name (1 to 249 characters)"),
+            ));
+        }
+        if let Some(c) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        {
+            return Err((
+                field,
+                format!(
+                    "`{name}` has `{c}`: Kafka topic names use letters, digits, `.`, `_` and `-`"
+                ),
+            ));
+        }
+        if !crate::naming::is_internal_topic(name) {
+            return Err((
+                field,
+                format!("`{name}` would be replicated by strait and MirrorMaker 2: an internal topic name ends with `.internal` or `-internal` (or starts with `__` or `.`)"),
+            ));
+        }
+    }
+    if t.control == t.progress {
+        return Err((
+            "progress_topic",
+            format!(
+                "`{}` is the control topic too: give the two different names",
+                t.progress
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn check_replication_factor(n: i64) -> Result<i16, String> {
     if n == -1 || (1..=i16::MAX as i64).contains(&n) {
         Ok(n as i16)
@@ -693,6 +741,31 @@ mod tests {
             "clusters.b.replication_factor",
             "not a valid",
             Some("-1"),
+        );
+        let e = invalid(|c| {
+            c.clusters.get_mut("b").unwrap().internal_topics.control = "ops.control".into()
+        });
+        check(
+            &e,
+            "code",
+            "clusters.b.control_topic",
+            "would be replicated",
+            None,
+        );
+        let e = invalid(|c| {
+            c.clusters.get_mut("a").unwrap().internal_topics.progress = "ops/p-internal".into()
+        });
+        check(&e, "code", "clusters.a.progress_topic", "has `/`", None);
+        let e = invalid(|c| {
+            let t = &mut c.clusters.get_mut("b").unwrap().internal_topics;
+            t.progress = t.control.clone();
+        });
+        check(
+            &e,
+            "code",
+            "clusters.b.progress_topic",
+            "the control topic too",
+            None,
         );
         let e = invalid(|c| c.clusters.get_mut("b").unwrap().request_timeout = Duration::ZERO);
         check(

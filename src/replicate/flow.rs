@@ -36,7 +36,7 @@ use super::path::{
     first_source_offset, record_acked, recreated_message, PartKey, PartStart, PathSettings,
 };
 use super::positions::PositionsHandle;
-use super::progress::{self, Stored, PROGRESS_TOPIC};
+use super::progress::{self, Stored};
 use super::pump::{Command, PartView, PathView, Pump, PumpEnds, PumpEvent, PumpHandle, PumpParts};
 use super::status::{FlowStatus, MemberStatus, MirrorStatus};
 use super::store;
@@ -626,8 +626,12 @@ impl Flow {
     }
 
     async fn setup(&mut self) -> Result<()> {
-        store::ensure_compacted_topic(&self.target, PROGRESS_TOPIC, self.replication_factor)
-            .await?;
+        store::ensure_compacted_topic(
+            &self.target,
+            self.target.progress_topic(),
+            self.replication_factor,
+        )
+        .await?;
         self.reload_progress().await?;
         let (id, epoch) = self.target.init_producer_id().await?;
         self.producer = Some(ProducerIdentity { id, epoch });

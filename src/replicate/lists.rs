@@ -8,8 +8,9 @@ use super::store;
 use crate::client::Cluster;
 use crate::error::Result;
 
-/// The compacted topic on each target cluster that holds runtime lists.
-pub const CONTROL_TOPIC: &str = "strait-control.internal";
+/// The default name of the compacted topic on each target cluster that holds runtime lists
+/// (a cluster's `control_topic`: [`Cluster::control_topic`]).
+pub const CONTROL_TOPIC: &str = crate::config::DEFAULT_CONTROL_TOPIC;
 
 /// Which list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +45,7 @@ pub async fn read(
     source: &str,
     target_alias: &str,
 ) -> Result<Option<Lists>> {
-    let map = store::read_latest(target, CONTROL_TOPIC).await?;
+    let map = store::read_latest(target, target.control_topic()).await?;
     Ok(map
         .get(key(kind, source, target_alias).as_bytes())
         .and_then(|v| serde_json::from_slice(v).ok()))
@@ -59,11 +60,11 @@ pub async fn write(
     lists: &Lists,
     replication_factor: i16,
 ) -> Result<()> {
-    store::ensure_compacted_topic(target, CONTROL_TOPIC, replication_factor).await?;
+    store::ensure_compacted_topic(target, target.control_topic(), replication_factor).await?;
     let value = serde_json::to_vec(lists).unwrap_or_default();
     store::append(
         target,
-        CONTROL_TOPIC,
+        target.control_topic(),
         0,
         &[(
             Bytes::from(key(kind, source, target_alias)),

@@ -22,7 +22,7 @@ use crate::assignment::{
 };
 use crate::client::group::{GroupClient, GroupError, GroupFailure, GroupTimings};
 use crate::client::Cluster;
-use crate::replicate::lists::CONTROL_TOPIC;
+
 use crate::replicate::store;
 use crate::Shutdown;
 
@@ -337,10 +337,10 @@ pub struct StoredHeld {
 
 async fn store_record(target: &Cluster, key: String, value: Option<Vec<u8>>) {
     let r = async {
-        store::ensure_compacted_topic(target, CONTROL_TOPIC, -1).await?;
+        store::ensure_compacted_topic(target, target.control_topic(), -1).await?;
         store::append(
             target,
-            CONTROL_TOPIC,
+            target.control_topic(),
             0,
             &[(Bytes::from(key), value.map(Bytes::from))],
         )

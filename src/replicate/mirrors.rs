@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::lists::CONTROL_TOPIC;
 use super::store;
 use crate::client::{Cluster, LATEST};
 use crate::error::Result;
@@ -31,7 +30,7 @@ pub struct ControlView {
 /// Reads the mirror records of flows from `source` and the settings of `link`.
 pub async fn read_view(target: &Cluster, source: &str, link: &str) -> Result<ControlView> {
     let mut view = ControlView::default();
-    for (k, v) in store::read_latest(target, CONTROL_TOPIC).await? {
+    for (k, v) in store::read_latest(target, target.control_topic()).await? {
         let Ok(k) = std::str::from_utf8(&k) else {
             continue;
         };
@@ -54,17 +53,20 @@ pub async fn read_view(target: &Cluster, source: &str, link: &str) -> Result<Con
 
 /// The control topic's log end (0 if it does not exist): cheap change detection.
 pub async fn control_end(target: &Cluster) -> Result<i64> {
-    if target.topic(CONTROL_TOPIC).await?.is_none() {
+    if target.topic(target.control_topic()).await?.is_none() {
         return Ok(0);
     }
-    target.partition(CONTROL_TOPIC, 0).list_offset(LATEST).await
+    target
+        .partition(target.control_topic(), 0)
+        .list_offset(LATEST)
+        .await
 }
 
 async fn put(target: &Cluster, key: String, value: Vec<u8>, replication_factor: i16) -> Result<()> {
-    store::ensure_compacted_topic(target, CONTROL_TOPIC, replication_factor).await?;
+    store::ensure_compacted_topic(target, target.control_topic(), replication_factor).await?;
     store::append(
         target,
-        CONTROL_TOPIC,
+        target.control_topic(),
         0,
         &[(Bytes::from(key), Some(Bytes::from(value)))],
     )

@@ -48,6 +48,7 @@ pub use engine::{run, spawn, Engine};
 /// now, so a bad file stops start-up with a message naming the cluster.
 pub fn cluster_config(c: &ClusterSettings) -> Result<ClusterConfig> {
     let mut cfg = ClusterConfig::new(&c.alias, &c.bootstrap_servers.join(","));
+    cfg.internal_topics = c.internal_topics.clone();
     let tls = if c.security_protocol.uses_tls() {
         let config = crate::tls::client_config(&c.tls)
             .map_err(|e| Error::invalid(format!("TLS settings: {e}")).cluster(&c.alias))?;

@@ -10,7 +10,6 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::lists::CONTROL_TOPIC;
 use super::store;
 use crate::client::Cluster;
 use crate::error::Result;
@@ -54,7 +53,7 @@ pub async fn read(
     source: &str,
     target_alias: &str,
 ) -> Result<Option<PauseRecord>> {
-    let map = store::read_latest(target, CONTROL_TOPIC).await?;
+    let map = store::read_latest(target, target.control_topic()).await?;
     Ok(map
         .get(key(source, target_alias).as_bytes())
         .and_then(|v| PauseRecord::decode(v)))
@@ -68,11 +67,11 @@ pub async fn write(
     record: &PauseRecord,
     replication_factor: i16,
 ) -> Result<()> {
-    store::ensure_compacted_topic(target, CONTROL_TOPIC, replication_factor).await?;
+    store::ensure_compacted_topic(target, target.control_topic(), replication_factor).await?;
     let value = serde_json::to_vec(record).unwrap_or_default();
     store::append(
         target,
-        CONTROL_TOPIC,
+        target.control_topic(),
         0,
         &[(
             Bytes::from(key(source, target_alias)),

@@ -7,8 +7,9 @@
 //! `source_next` with the same deterministic planning until exactly that many records are
 //! accounted for. The result: no lost and no duplicated record, even after `kill -9`.
 
-/// The compacted topic on each target cluster that holds progress records.
-pub const PROGRESS_TOPIC: &str = "strait-progress.internal";
+/// The default name of the compacted topic on each target cluster that holds progress records
+/// (a cluster's `progress_topic`: [`Cluster::progress_topic`](crate::client::Cluster::progress_topic)).
+pub const PROGRESS_TOPIC: &str = crate::config::DEFAULT_PROGRESS_TOPIC;
 
 use crate::offsets::OffsetMap;
 use crate::records::batch::ATTR_CODEC_MASK;

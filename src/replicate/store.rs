@@ -179,7 +179,7 @@ pub async fn read_progress_records(
 ) -> Result<HashMap<(String, i32), super::progress::Stored>> {
     use super::progress;
     let mut out = HashMap::new();
-    for (k, v) in read_latest(cluster, progress::PROGRESS_TOPIC).await? {
+    for (k, v) in read_latest(cluster, cluster.progress_topic()).await? {
         let Ok(k) = std::str::from_utf8(&k) else {
             continue;
         };

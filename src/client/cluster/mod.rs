@@ -22,6 +22,7 @@ mod data;
 pub use data::{PendingFetch, PendingProduce};
 
 use super::connection::{Connection, ConnectionConfig};
+use crate::config::InternalTopics;
 use crate::error::{Error, ErrorKind, Result};
 use crate::observe::Observer;
 use crate::protocol::fetch::{self, FetchLimits, FetchPartitionSpec, FetchResponse};
@@ -56,6 +57,8 @@ pub struct ClusterConfig {
     pub retry_backoff_max: Duration,
     /// Where request latencies and retries are reported, if anywhere.
     pub observer: Option<Arc<Observer>>,
+    /// Names of strait's own topics on this cluster.
+    pub internal_topics: InternalTopics,
 }
 
 impl ClusterConfig {
@@ -73,6 +76,7 @@ impl ClusterConfig {
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(5),
             observer: None,
+            internal_topics: InternalTopics::default(),
         }
     }
 }
@@ -138,6 +142,16 @@ impl Cluster {
     /// The name given in the configuration.
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+
+    /// strait's control topic on this cluster (`control_topic`).
+    pub fn control_topic(&self) -> &str {
+        &self.config.internal_topics.control
+    }
+
+    /// strait's progress topic on this cluster (`progress_topic`).
+    pub fn progress_topic(&self) -> &str {
+        &self.config.internal_topics.progress
     }
 
     /// The cluster id, once metadata was loaded.

@@ -45,7 +45,7 @@ impl Flow {
                 "not writing progress: this instance's group membership lease ran out",
             ));
         }
-        store::append_once(&self.target, PROGRESS_TOPIC, 0, &records).await?;
+        store::append_once(&self.target, self.target.progress_topic(), 0, &records).await?;
         let mut landed = Vec::with_capacity(flushed.len());
         for (key, stored, f) in flushed {
             self.stored_progress.insert(key, stored);
