@@ -35,6 +35,13 @@ pub enum MirrorState {
     Promoted,
     /// Stopped at once (source gone): an ordinary topic strait never writes again.
     FailedOver,
+    /// Waiting to catch up and sync consumer offsets before the direction is reversed
+    /// (`strait mirror reverse-and-start|reverse-and-pause`).
+    Reversing,
+    /// Mirrored the other way now: an ordinary writable topic here, whose source topic is a
+    /// mirror of it. A reversal back (`reverse-and-start` on the other link) makes it a mirror
+    /// again, from where the other side stopped.
+    Reversed,
 }
 
 impl MirrorState {
@@ -46,17 +53,31 @@ impl MirrorState {
             MirrorState::Promoting => "promoting",
             MirrorState::Promoted => "promoted",
             MirrorState::FailedOver => "failed_over",
+            MirrorState::Reversing => "reversing",
+            MirrorState::Reversed => "reversed",
         }
     }
 
-    /// Whether mirroring has ended for good.
+    /// Whether mirroring has ended (for good, but for a reversed mirror reversed back).
     pub fn is_stopped(self) -> bool {
-        matches!(self, MirrorState::Promoted | MirrorState::FailedOver)
+        matches!(
+            self,
+            MirrorState::Promoted | MirrorState::FailedOver | MirrorState::Reversed
+        )
     }
 
     /// Whether data is fetched and written in this state.
     pub fn moves_data(self) -> bool {
-        matches!(self, MirrorState::Active | MirrorState::Promoting)
+        matches!(
+            self,
+            MirrorState::Active | MirrorState::Promoting | MirrorState::Reversing
+        )
+    }
+
+    /// Whether the topic is on its way to becoming writable (promoting or reversing): it
+    /// stops once caught up with consumer offsets synced.
+    pub fn is_finishing(self) -> bool {
+        matches!(self, MirrorState::Promoting | MirrorState::Reversing)
     }
 }
 
@@ -118,7 +139,10 @@ pub fn mirror_status(
     match state {
         MirrorState::Promoted => (K::Stopped, Some("promoted".into())),
         MirrorState::FailedOver => (K::Stopped, Some("failed over".into())),
-        MirrorState::Promoting => (K::PendingStopped, failure.map(str::to_string)),
+        MirrorState::Reversed => (K::Stopped, Some("reversed".into())),
+        MirrorState::Promoting | MirrorState::Reversing => {
+            (K::PendingStopped, failure.map(str::to_string))
+        }
         _ if failure.is_some() => (K::Failed, failure.map(str::to_string)),
         _ if source_problem.is_some() => (
             K::SourceUnavailable,
@@ -141,6 +165,12 @@ pub enum MirrorAction {
     Promote,
     /// Stop for good at once.
     Failover,
+    /// Catch up and sync consumer offsets, then reverse: this topic becomes writable and its
+    /// source topic a mirror of it, mirroring at once (Cluster Linking's
+    /// `reverse-and-start-mirror`).
+    ReverseAndStart,
+    /// As [`MirrorAction::ReverseAndStart`], the new mirror paused (`reverse-and-pause-mirror`).
+    ReverseAndPause,
 }
 
 impl MirrorAction {
@@ -151,6 +181,7 @@ impl MirrorAction {
             MirrorAction::Resume => MirrorState::Active,
             MirrorAction::Promote => MirrorState::Promoted,
             MirrorAction::Failover => MirrorState::FailedOver,
+            MirrorAction::ReverseAndStart | MirrorAction::ReverseAndPause => MirrorState::Reversed,
         }
     }
 
@@ -161,8 +192,28 @@ impl MirrorAction {
             MirrorAction::Resume => "resume",
             MirrorAction::Promote => "promote",
             MirrorAction::Failover => "failover",
+            MirrorAction::ReverseAndStart => "reverse-and-start",
+            MirrorAction::ReverseAndPause => "reverse-and-pause",
         }
     }
+
+    /// Whether this action reverses the mirror's direction.
+    pub fn is_reverse(self) -> bool {
+        matches!(
+            self,
+            MirrorAction::ReverseAndStart | MirrorAction::ReverseAndPause
+        )
+    }
+}
+
+/// Where a reversed mirror goes: the link of the mirror flow in the other direction, which
+/// mirrors the topic from this destination back into its source once reversed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reversal {
+    /// The link (mirror flow) from this flow's target to its source.
+    pub link: String,
+    /// Whether the new mirror starts paused (`reverse-and-pause`).
+    pub paused: bool,
 }
 
 /// An operator's request, stored under [`command_key`].
@@ -172,6 +223,9 @@ pub struct MirrorCommand {
     pub action: MirrorAction,
     /// When it was asked (ms since the epoch); identifies the request.
     pub at_ms: i64,
+    /// Reversals only: the link that mirrors the other way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<Reversal>,
 }
 
 /// The state of one mirror topic as the flow keeps it, stored under [`state_key`].
@@ -202,6 +256,14 @@ pub struct MirrorRecord {
     /// Why the whole mirror failed (its source topic was deleted), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// A reversing or reversed mirror: where it goes (see [`Reversal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reversal: Option<Reversal>,
+    /// A mirror started by a reversal: per partition, the source and destination offsets at
+    /// which it starts, where the other direction stopped. Below them both sides hold the same
+    /// records.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub start_at: std::collections::BTreeMap<i32, [i64; 2]>,
 }
 
 impl MirrorRecord {
@@ -224,7 +286,45 @@ impl MirrorRecord {
             reason: None,
             diverged: Default::default(),
             failed: None,
+            reversal: None,
+            start_at: Default::default(),
         }
+    }
+
+    /// The record of the mirror a reversal starts in the other direction: `topic` mirrored from
+    /// `source` (this mirror's destination) by `reversal.link`, from the offsets `start_at`
+    /// where this mirror stopped; `identical` when this mirror's offsets were the source's.
+    pub fn reversed(
+        reversal: &Reversal,
+        source: &str,
+        topic: &str,
+        start_at: std::collections::BTreeMap<i32, [i64; 2]>,
+        identical: bool,
+        now_ms: i64,
+    ) -> Self {
+        let mut r = MirrorRecord::new(&reversal.link, source, topic, identical, now_ms);
+        if reversal.paused {
+            r.state = MirrorState::Paused;
+        }
+        r.reason = Some(format!("started by a reversal from cluster {source}"));
+        r.start_at = start_at;
+        r
+    }
+
+    /// Where partition `p` of a mirror started by a reversal starts (source offset,
+    /// destination offset), if it is one.
+    pub fn start_of(&self, p: i32) -> Option<(i64, i64)> {
+        self.start_at.get(&p).map(|[s, t]| (*s, *t))
+    }
+
+    /// Partition `p`'s [`OffsetsMode`] with offset map `map`: from 0, or from where a reversal
+    /// started it when the map starts there.
+    pub fn offsets_mode(&self, p: i32, map: &OffsetMap) -> OffsetsMode {
+        let from = self
+            .start_of(p)
+            .filter(|(s, t)| s == t && map.source_start() == *s && map.target_start() == *t)
+            .map_or(0, |(s, _)| s);
+        offsets_mode_from(map, self.created_by_strait, from)
     }
 
     /// Why the mirror moves no data until someone acts: the topic's failure, or the first
@@ -236,6 +336,16 @@ impl MirrorRecord {
                 .next()
                 .map(|(p, why)| format!("partition {p} stopped: {why}"))
         })
+    }
+
+    /// This mirror's status and the reason to show (a reversed one says where it goes now),
+    /// the source cluster unreachable long enough for `source_problem` (see [`mirror_status`]).
+    pub fn status(&self, source_problem: Option<&str>) -> (MirrorStatusKind, Option<String>) {
+        let (kind, why) = mirror_status(self.state, self.failure().as_deref(), source_problem);
+        match self.state {
+            MirrorState::Reversed => (kind, self.reason.clone().or(why)),
+            _ => (kind, why),
+        }
     }
 
     /// Whether `cmd` is newer than the last command applied.
@@ -251,7 +361,10 @@ impl MirrorRecord {
     /// Applies a command to the record. Stopped mirrors never change again; a second promote
     /// while promoting is a no-op. Returns whether the record changed.
     pub fn apply(&mut self, cmd: &MirrorCommand, now_ms: i64) -> bool {
-        if self.state.is_stopped() || !self.is_pending(cmd) {
+        if self.state.is_stopped()
+            || !self.is_pending(cmd)
+            || (cmd.action.is_reverse() && cmd.reverse.is_none())
+        {
             return false;
         }
         self.command_at_ms = cmd.at_ms;
@@ -260,10 +373,31 @@ impl MirrorRecord {
             MirrorAction::Resume => MirrorState::Active,
             MirrorAction::Promote => MirrorState::Promoting,
             MirrorAction::Failover => MirrorState::FailedOver,
+            MirrorAction::ReverseAndStart | MirrorAction::ReverseAndPause => {
+                self.reversal = cmd.reverse.clone();
+                MirrorState::Reversing
+            }
         };
         self.reason = None;
         self.updated_ms = now_ms;
         true
+    }
+}
+
+/// The loop check of mirror flows in both directions between two clusters under the same topic
+/// names: whether a flow from S to T must leave S's topic alone because it is T's topic
+/// mirrored into S. `upstream` is the mirror record S holds for the topic from T (the topic on
+/// S is, or was, a mirror of T's); `own` is the flow's own record for it on T.
+///
+/// A live mirror from T is never mirrored back. Once that mirror ended (promoted, failed over,
+/// reversed) the topic is S's own, but T's topic of the same name still holds what it was
+/// mirrored from: only a reversal, which leaves the flow a live record of its own with the
+/// offsets to start from, makes the flow mirror it into T.
+pub fn mirrors_back(upstream: Option<&MirrorRecord>, own: Option<&MirrorRecord>) -> bool {
+    match upstream {
+        None => false,
+        Some(u) if !u.state.is_stopped() => true,
+        Some(_) => !own.is_some_and(|r| !r.state.is_stopped() && !r.start_at.is_empty()),
     }
 }
 
@@ -460,15 +594,21 @@ impl std::fmt::Display for OffsetsMode {
 /// Works out a partition's [`OffsetsMode`] from its offset map and whether strait created the
 /// destination topic.
 pub fn offsets_mode(map: &OffsetMap, created_by_strait: bool) -> OffsetsMode {
+    offsets_mode_from(map, created_by_strait, 0)
+}
+
+/// As [`offsets_mode`] for a map that must start at `from`, below which the records are known
+/// to be the same on both sides (0, or where a mirror started by a reversal starts).
+pub fn offsets_mode_from(map: &OffsetMap, created_by_strait: bool, from: i64) -> OffsetsMode {
     if !created_by_strait {
         return OffsetsMode::Mapped(MappedReason::TopicExisted);
     }
-    if map.source_start() != 0 || map.target_start() != 0 {
+    if map.source_start() != from || map.target_start() != from {
         return OffsetsMode::Mapped(MappedReason::SourceStartedAt(map.source_start()));
     }
     // The first source offset from which target != source: a run that is shifted, a hole
     // between runs, or a dropped tail.
-    let mut next = 0;
+    let mut next = from;
     for r in map.runs() {
         if r.source_start != next {
             return OffsetsMode::Mapped(MappedReason::DivergedAt(next));
@@ -575,7 +715,11 @@ mod tests {
     #[test]
     fn commands_move_states_and_stopped_is_final() {
         let mut r = record();
-        let cmd = |action, at_ms| MirrorCommand { action, at_ms };
+        let cmd = |action, at_ms| MirrorCommand {
+            action,
+            at_ms,
+            reverse: None,
+        };
         assert!(r.apply(&cmd(MirrorAction::Pause, 10), 11));
         assert_eq!(r.state, MirrorState::Paused);
         assert!(
@@ -603,6 +747,90 @@ mod tests {
     }
 
     #[test]
+    fn reversals_finish_as_reversed_and_need_a_link() {
+        let link = Reversal {
+            link: "east-link".into(),
+            paused: false,
+        };
+        let cmd = |action, at_ms, reverse: Option<Reversal>| MirrorCommand {
+            action,
+            at_ms,
+            reverse,
+        };
+        let mut r = record();
+        assert!(!r.apply(&cmd(MirrorAction::ReverseAndStart, 5, None), 6));
+        assert_eq!(r.state, MirrorState::Active, "no link, nothing applied");
+        assert!(r.apply(
+            &cmd(MirrorAction::ReverseAndStart, 7, Some(link.clone())),
+            8
+        ));
+        assert_eq!(r.state, MirrorState::Reversing);
+        assert!(r.state.moves_data() && r.state.is_finishing());
+        assert_eq!(r.reversal.as_ref(), Some(&link));
+        assert_eq!(
+            mirror_status(r.state, None, None).0,
+            MirrorStatusKind::PendingStopped
+        );
+        r.state = MirrorState::Reversed;
+        assert!(r.state.is_stopped() && !r.state.moves_data());
+        assert!(r.has_done(&cmd(MirrorAction::ReverseAndPause, 7, None)));
+        assert_eq!(
+            mirror_status(r.state, None, None),
+            (MirrorStatusKind::Stopped, Some("reversed".into()))
+        );
+        // The mirror the reversal starts the other way: from where this one stopped.
+        let starts = [(0, [120, 120]), (1, [80, 80])].into_iter().collect();
+        let paused = Reversal {
+            paused: true,
+            ..link
+        };
+        let back = MirrorRecord::reversed(&paused, "east", "west-trades", starts, true, 9);
+        assert_eq!(back.state, MirrorState::Paused);
+        assert_eq!(back.link, "east-link");
+        assert_eq!(back.source_cluster, "east");
+        assert_eq!(
+            (back.start_of(0), back.start_of(1), back.start_of(2)),
+            (Some((120, 120)), Some((80, 80)), None)
+        );
+        let j = serde_json::to_string(&back).unwrap();
+        assert_eq!(serde_json::from_str::<MirrorRecord>(&j).unwrap(), back);
+    }
+
+    #[test]
+    fn the_loop_check_mirrors_back_only_what_a_reversal_handed_over() {
+        let live = record();
+        let mut ended = record();
+        ended.state = MirrorState::Reversed;
+        let mut promoted = record();
+        promoted.state = MirrorState::Promoted;
+        let starts: std::collections::BTreeMap<i32, [i64; 2]> = [(0, [5, 5])].into_iter().collect();
+        let reversal = Reversal {
+            link: "east-link".into(),
+            paused: false,
+        };
+        let handed = MirrorRecord::reversed(&reversal, "east", "t", starts, true, 1);
+        let mut handed_paused = handed.clone();
+        handed_paused.state = MirrorState::Paused;
+        let mut own_plain = record();
+        own_plain.start_at.clear();
+        // Not a mirror from the target: an ordinary topic, mirrored as usual.
+        assert!(!mirrors_back(None, None));
+        assert!(!mirrors_back(None, Some(&own_plain)));
+        // A live mirror from the target: never, whatever our own record says.
+        assert!(mirrors_back(Some(&live), None));
+        assert!(mirrors_back(Some(&live), Some(&handed)));
+        // An ended mirror from the target: only when a reversal handed it over.
+        assert!(mirrors_back(Some(&promoted), None));
+        assert!(mirrors_back(Some(&ended), None));
+        assert!(mirrors_back(Some(&ended), Some(&own_plain)));
+        assert!(!mirrors_back(Some(&ended), Some(&handed)));
+        assert!(!mirrors_back(Some(&ended), Some(&handed_paused)));
+        let mut handed_ended = handed;
+        handed_ended.state = MirrorState::Reversed;
+        assert!(mirrors_back(Some(&ended), Some(&handed_ended)));
+    }
+
+    #[test]
     fn record_json_round_trip() {
         let mut r = record();
         r.reason = Some("why".into());
@@ -612,6 +840,7 @@ mod tests {
         let c = MirrorCommand {
             action: MirrorAction::Failover,
             at_ms: 7,
+            reverse: None,
         };
         let j = serde_json::to_string(&c).unwrap();
         assert_eq!(j, r#"{"action":"failover","at_ms":7}"#);
@@ -718,6 +947,27 @@ mod tests {
         assert_eq!(
             offsets_mode(&c, true),
             OffsetsMode::Mapped(MappedReason::DivergedAt(2))
+        );
+        // A mirror started by a reversal at 40 is identical from there (both sides at 40).
+        assert_ne!(offsets_mode_from(&late, true, 40), OffsetsMode::Identical);
+        assert_eq!(
+            offsets_mode_from(&OffsetMap::new(40, 40), true, 40),
+            OffsetsMode::Identical
+        );
+        let mut rec = record();
+        assert_eq!(
+            rec.offsets_mode(0, &late),
+            OffsetsMode::Mapped(MappedReason::SourceStartedAt(40))
+        );
+        rec.start_at.insert(0, [40, 0]);
+        assert_ne!(rec.offsets_mode(0, &late), OffsetsMode::Identical);
+        let reversed_at_40 = OffsetMap::new(40, 40);
+        rec.start_at.insert(0, [40, 40]);
+        assert_eq!(rec.offsets_mode(0, &reversed_at_40), OffsetsMode::Identical);
+        assert_eq!(
+            rec.offsets_mode(0, &m),
+            offsets_mode(&m, true),
+            "a map from 0"
         );
         assert!(OffsetsMode::Mapped(MappedReason::DivergedAt(2))
             .to_string()

@@ -336,6 +336,8 @@ fn the_write_api_changes_every_instance_through_the_clis_records() {
         "/api/mirrors/{link}/topics/{topic}/resume",
         "/api/mirrors/{link}/topics/{topic}/promote",
         "/api/mirrors/{link}/topics/{topic}/failover",
+        "/api/mirrors/{link}/topics/{topic}/reverse-and-start",
+        "/api/mirrors/{link}/topics/{topic}/reverse-and-pause",
         "/api/mirrors/{link}/configure",
     ]
     .into_iter()
@@ -425,7 +427,8 @@ fn without_a_write_token_the_write_api_is_off() {
 }
 
 /// The mirror verbs: 202 once stored (a running instance carries them out), 404 for an unknown
-/// link or topic, 409 once the mirror ended; bad input 400.
+/// link or topic, 409 once the mirror ended or for a reversal with no flow the other way; bad
+/// input 400.
 #[test]
 fn mirror_verbs_through_the_write_api() {
     std::env::set_var("STRAIT_TEST_WRITE_TOKEN", WRITE);
@@ -505,6 +508,15 @@ fn mirror_verbs_through_the_write_api() {
     );
     assert_eq!(code, 202, "{answer}");
     assert_eq!(json(&answer)["action"], "resume");
+    // No mirror flow east -> west to mirror it back: a reversal conflicts, nothing stored.
+    for verb in ["reverse-and-start", "reverse-and-pause"] {
+        let (code, answer) = http(port, "POST", &format!("{base}/{verb}"), Some(WRITE), None);
+        assert_eq!(code, 409, "{verb}: {answer}");
+        assert!(
+            answer.contains("no mirror flow from east to west"),
+            "{verb}: {answer}"
+        );
+    }
     let (code, answer) = http(port, "POST", &format!("{base}/failover"), Some(WRITE), None);
     assert_eq!(code, 202, "{answer}");
     wait(

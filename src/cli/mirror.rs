@@ -7,10 +7,7 @@ use std::time::Duration;
 
 use strait::client::{Cluster, FetchRead, EARLIEST, LATEST};
 use strait::config::{Config, FlowConfig};
-use strait::mirror::{
-    lag, mirror_status, offsets_mode, MirrorAction, MirrorPartitionStatus, MirrorRecord,
-    MirrorState,
-};
+use strait::mirror::{lag, MirrorAction, MirrorPartitionStatus, MirrorRecord, MirrorState};
 use strait::offsets::OffsetMap;
 use strait::records::batch::{split, Entry};
 use strait::replicate::admin;
@@ -80,6 +77,14 @@ pub enum MirrorCommandArgs {
     Promote(TopicArgs),
     /// Stops mirroring at once (for when the source is gone).
     Failover(TopicArgs),
+    /// Waits until the topic caught up and consumer offsets are synced, then reverses the
+    /// mirror: the topic becomes writable here and its source topic a mirror of it, mirrored by
+    /// the mirror flow in the other direction from where this one stopped (planned failover).
+    #[command(name = "reverse-and-start")]
+    ReverseAndStart(TopicArgs),
+    /// As `reverse-and-start`, with the mirror in the other direction paused.
+    #[command(name = "reverse-and-pause")]
+    ReverseAndPause(TopicArgs),
     /// Changes a link's consumer offset sync while it runs.
     Configure {
         #[command(flatten)]
@@ -110,6 +115,8 @@ pub async fn run(args: &MirrorArgs) -> Result<String> {
         MirrorCommandArgs::Resume(a) => command(a, MirrorAction::Resume).await,
         MirrorCommandArgs::Promote(a) => command(a, MirrorAction::Promote).await,
         MirrorCommandArgs::Failover(a) => command(a, MirrorAction::Failover).await,
+        MirrorCommandArgs::ReverseAndStart(a) => command(a, MirrorAction::ReverseAndStart).await,
+        MirrorCommandArgs::ReverseAndPause(a) => command(a, MirrorAction::ReverseAndPause).await,
         MirrorCommandArgs::Configure {
             target,
             consumer_offset_group_filters,
@@ -169,7 +176,7 @@ async fn source_problem(config: &Config, f: &FlowConfig) -> Option<String> {
 
 /// A mirror's status as Cluster Linking spells it, and its reason (`-` if none).
 fn status_cells(r: &MirrorRecord, source_problem: Option<&str>) -> (String, String) {
-    let (kind, why) = mirror_status(r.state, r.failure().as_deref(), source_problem);
+    let (kind, why) = r.status(source_problem);
     (kind.as_str().to_string(), why.unwrap_or_else(|| "-".into()))
 }
 
@@ -289,7 +296,7 @@ async fn describe(t: &Target, topic: &str) -> Result<String> {
     for (p, m) in &maps {
         let mode = match rec.diverged.get(p) {
             Some(why) => format!("stopped: {why}"),
-            None => offsets_mode(m, rec.created_by_strait).to_string(),
+            None => rec.offsets_mode(*p, m).to_string(),
         };
         rows.push(vec![
             p.to_string(),
@@ -409,7 +416,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
                 };
                 let offsets = match rec.diverged.get(p) {
                     Some(_) => "stopped (foreign write)".to_string(),
-                    None => match offsets_mode(map, rec.created_by_strait) {
+                    None => match rec.offsets_mode(*p, map) {
                         strait::mirror::OffsetsMode::Identical => "identical".to_string(),
                         strait::mirror::OffsetsMode::Mapped(_) => "mapped".to_string(),
                     },
@@ -456,10 +463,13 @@ async fn command(a: &TopicArgs, action: MirrorAction) -> Result<String> {
         if let Some(r) = view.records.get(&a.topic) {
             last = r.clone();
             if r.has_done(&cmd) {
+                let how = match (r.state, &r.reason) {
+                    (MirrorState::Reversed, Some(why)) => why.as_str(),
+                    _ => done_text(r.state),
+                };
                 return Ok(format!(
-                    "topic {}: {} (link {}, cluster {})\n",
+                    "topic {}: {how} (link {}, cluster {})\n",
                     a.topic,
-                    done_text(r.state),
                     f.link_name(),
                     f.target
                 ));
@@ -506,6 +516,10 @@ fn done_text(state: MirrorState) -> &'static str {
             "promoted: caught up, consumer offsets synced, mirroring stopped; the topic is writable"
         }
         MirrorState::FailedOver => "failed over: mirroring stopped; the topic is writable",
+        MirrorState::Reversing => "reversing",
+        MirrorState::Reversed => {
+            "reversed: the topic is writable here and mirrored back into its source"
+        }
     }
 }
 

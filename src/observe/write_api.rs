@@ -9,9 +9,10 @@
 //!   (optional), resume body empty or `{}`; 200 (`changed: false` when it already was).
 //! - `POST /api/flows/{flow}/failover`: commit a group's translated offsets on the target
 //!   (`strait failover`); body `{"group":"..","dry_run":true}`.
-//! - `POST /api/mirrors/{link}/topics/{topic}/pause|resume|promote|failover`: store a mirror
-//!   command (`strait mirror pause|...`) for a running instance to carry out; 202, or 409 once
-//!   the mirror ended. Body empty or `{}`.
+//! - `POST /api/mirrors/{link}/topics/{topic}/pause|resume|promote|failover|reverse-and-start|
+//!   reverse-and-pause`: store a mirror command (`strait mirror pause|...`) for a running
+//!   instance to carry out; 202, or 409 once the mirror ended (and for a reversal with no mirror
+//!   flow in the other direction selecting the topic). Body empty or `{}`.
 //! - `POST /api/mirrors/{link}/configure`: a link's consumer offset sync (`strait mirror
 //!   configure`); body `{"consumer_offset_group_filters":{..},"consumer_offset_sync_ms":N,
 //!   "consumer_offset_sync_enable":true}` (at least one); 202.
@@ -70,6 +71,8 @@ fn parse(path: &str) -> Option<Write> {
             "resume" => MirrorAction::Resume,
             "promote" => MirrorAction::Promote,
             "failover" => MirrorAction::Failover,
+            "reverse-and-start" => MirrorAction::ReverseAndStart,
+            "reverse-and-pause" => MirrorAction::ReverseAndPause,
             _ => return None,
         };
         if link.is_empty() || topic.is_empty() || topic.contains('/') {

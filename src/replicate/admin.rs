@@ -14,7 +14,9 @@ use super::mirrors::{self, ControlView};
 use super::pause::{self, PauseRecord};
 use crate::config::{Config, FlowConfig};
 use crate::error::Error;
-use crate::mirror::{GroupFilters, LinkSettings, MirrorAction, MirrorCommand, MirrorRecord};
+use crate::mirror::{
+    GroupFilters, LinkSettings, MirrorAction, MirrorCommand, MirrorRecord, Reversal,
+};
 
 /// Why an operator change was refused or failed.
 #[derive(Debug)]
@@ -375,8 +377,10 @@ pub struct MirrorSent<'a> {
     pub record: MirrorRecord,
 }
 
-/// Stores `action` for mirror topic `topic` (like `strait mirror pause|resume|promote|failover`);
-/// a running instance carries it out within a second. Refused (409) once the mirror ended.
+/// Stores `action` for mirror topic `topic` (like `strait mirror pause|resume|promote|failover|
+/// reverse-and-start|reverse-and-pause`); a running instance carries it out within a second.
+/// Refused (409) once the mirror ended, and for a reversal without a mirror flow in the other
+/// direction that selects the topic.
 pub async fn mirror_command<'a>(
     config: &'a Config,
     link: Option<&str>,
@@ -396,9 +400,14 @@ pub async fn mirror_command<'a>(
         )));
     }
     let rf = super::cluster_settings(config, &flow.target)?.replication_factor;
+    let reverse = match action.is_reverse() {
+        true => Some(reversal(config, flow, topic, action).await?),
+        false => None,
+    };
     let command = MirrorCommand {
         action,
         at_ms: super::store::now_ms().max(record.command_at_ms + 1),
+        reverse,
     };
     mirrors::write_command(&target, &flow.source, topic, &command, rf).await?;
     Ok(MirrorSent {
@@ -406,6 +415,50 @@ pub async fn mirror_command<'a>(
         target,
         command,
         record,
+    })
+}
+
+/// Where a reversal of `flow`'s mirror topic `topic` goes: the mirror flow in the other
+/// direction, which must select the topic (its lists as running instances read them). Its
+/// control topic on `flow`'s source is created here, where the replication factor is known.
+async fn reversal(
+    config: &Config,
+    flow: &FlowConfig,
+    topic: &str,
+    action: MirrorAction,
+) -> Result<Reversal, AdminError> {
+    let (src, dst) = (&flow.source, &flow.target);
+    let back = config
+        .flows
+        .iter()
+        .find(|f| f.mode == crate::config::FlowMode::Mirror && &f.source == dst && &f.target == src)
+        .ok_or_else(|| {
+            AdminError::Conflict(format!(
+                "{}: cannot {} topic {topic}: no mirror flow from {dst} to {src} to mirror it back (add one with mode = \"mirror\")",
+                config.origin,
+                action.as_str()
+            ))
+        })?;
+    let source = super::connect_once(config, src).await?;
+    let lists = lists::read(&source, ListKind::Topics, dst, src)
+        .await?
+        .unwrap_or_else(|| config_lists(back, ListKind::Topics));
+    let selects = crate::filter::NameFilter::new(&lists.include, &lists.exclude)
+        .is_ok_and(|f| f.matches(topic));
+    if !selects {
+        return Err(AdminError::Conflict(format!(
+            "cannot {} topic {topic}: the mirror flow {} does not select it (its topics: {:?}, excluded: {:?})",
+            action.as_str(),
+            back.name(),
+            lists.include,
+            lists.exclude
+        )));
+    }
+    let rf = super::cluster_settings(config, src)?.replication_factor;
+    super::store::ensure_compacted_topic(&source, source.control_topic(), rf).await?;
+    Ok(Reversal {
+        link: back.link_name(),
+        paused: action == MirrorAction::ReverseAndPause,
     })
 }
 

@@ -17,6 +17,7 @@ mod paused;
 mod progress_out;
 mod published_status;
 mod resume;
+mod reverse;
 mod topics;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -46,7 +47,7 @@ use crate::config::{FlowConfig, FlowMode, NamingPolicy};
 use crate::error::{Error, Result};
 use crate::filter::{topic_should_replicate, NameFilter, TopicDecision};
 use crate::forward::ProducerIdentity;
-use crate::mirror::{offsets_mode, MirrorRecord, MirrorState, OffsetsMode};
+use crate::mirror::{MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
 use crate::naming::ReplicationPolicy;
 use crate::observe::{Observer, Side};
@@ -196,6 +197,11 @@ struct MirrorCtl {
     applied_version: i64,
     /// The consumer offset sync settings in force, watched by the duties task.
     sync: watch::Sender<MirrorSync>,
+    /// Mirror records in the source cluster of topics mirrored from the target, by topic (the
+    /// loop check of mirrors both ways).
+    upstream: HashMap<String, MirrorRecord>,
+    /// Source control topic log end when `upstream` was read (-1: never read).
+    upstream_seen: i64,
 }
 
 /// How often a mirror flow looks at the control topic and checks for foreign writes.
@@ -235,6 +241,8 @@ impl Flow {
                 every: cfg.consumer_offset_sync_interval,
                 filters: cfg.consumer_offset_group_filters.clone(),
             }),
+            upstream: HashMap::new(),
+            upstream_seen: -1,
         });
         let (pump, pump_ends) = Pump::channels();
         Flow {

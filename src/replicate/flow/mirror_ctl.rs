@@ -21,6 +21,7 @@ impl Flow {
         self.mirror_read_control().await?;
         let view = self.pump.snapshot().await;
         self.advance_promotions(&view).await?;
+        self.await_handover(&view).await?;
         self.check_foreign_writes(&view).await?;
         self.record_failures(&view, None).await?;
         Ok(view)
@@ -106,8 +107,8 @@ impl Flow {
     }
 
     /// Ends mirroring of `topic`: answers to requests in flight are applied, progress is
-    /// stored, and its partitions are dropped for good.
-    pub(super) async fn stop_topic(&mut self, topic: &str) -> Result<()> {
+    /// stored, and its partitions are dropped for good. Returns their last state.
+    pub(super) async fn stop_topic(&mut self, topic: &str) -> Result<PathView> {
         let view = self.pump.snapshot().await;
         let keys: Vec<PartKey> = view
             .parts
@@ -118,18 +119,19 @@ impl Flow {
         let last = self.pump.release(keys).await;
         self.write_progress(&last).await?;
         tracing::info!(flow = %self.name(), %topic, "mirror stopped: the topic is an ordinary writable topic and strait no longer writes to it");
-        Ok(())
+        Ok(last)
     }
 
-    /// Finishes promotions whose topic caught up: every partition has all source records
-    /// (checked against the source's log end now), nothing in flight, and consumer offsets synced.
+    /// Finishes promotions and reversals whose topic caught up: every partition has all source
+    /// records (checked against the source's log end now), nothing in flight, and consumer
+    /// offsets synced.
     pub(super) async fn advance_promotions(&mut self, view: &PathView) -> Result<()> {
         let promoting: Vec<String> = match &self.mirror {
             Some(m) => m
                 .view
                 .records
                 .iter()
-                .filter(|(_, r)| r.state == MirrorState::Promoting)
+                .filter(|(_, r)| r.state.is_finishing())
                 .map(|(t, _)| t.clone())
                 .collect(),
             None => return Ok(()),
@@ -194,12 +196,16 @@ impl Flow {
                 )
                 .await?;
             }
-            self.stop_topic(&topic).await?;
+            let last = self.stop_topic(&topic).await?;
             if let Some(mut rec) = self
                 .mirror
                 .as_ref()
                 .and_then(|m| m.view.records.get(&topic).cloned())
             {
+                if rec.state == MirrorState::Reversing {
+                    self.finish_reversal(rec, &last).await?;
+                    continue;
+                }
                 rec.state = MirrorState::Promoted;
                 rec.reason = None;
                 rec.updated_ms = store::now_ms();

@@ -5,7 +5,7 @@
 //! has not answered.
 
 use super::*;
-use crate::mirror::{mirror_status, MirrorStatusKind};
+use crate::mirror::MirrorStatusKind;
 
 /// How a failure of a mirror whose source topic disappeared reads.
 const GONE: &str = "gone from the metadata";
@@ -32,7 +32,7 @@ impl Flow {
 
     /// The status of the mirror `rec`, with its reason.
     pub(super) fn status_of(&self, rec: &MirrorRecord) -> (MirrorStatusKind, Option<String>) {
-        mirror_status(rec.state, rec.failure().as_deref(), self.source_problem())
+        rec.status(self.source_problem())
     }
 
     /// Runner only: stores in the mirror records what failed since the last look, so the

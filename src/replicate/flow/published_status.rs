@@ -54,7 +54,7 @@ impl Flow {
                     ..MirrorStatus::default()
                 };
                 for st in view.of_topic(&r.topic) {
-                    match offsets_mode(st.map(), r.created_by_strait) {
+                    match r.offsets_mode(st.partition, st.map()) {
                         OffsetsMode::Identical => ms.identical_partitions.push(st.partition),
                         mode => ms.mapped_partitions.push((st.partition, mode.to_string())),
                     }

@@ -219,6 +219,16 @@ impl Flow {
         let tgt = self.target.name().to_string();
         let ctx = |e: Error| e.cluster(&tgt).partition(remote, partition);
         let writer_of = |s: &Stored| s.writer.map_or_else(|| self.fresh_writer(), Ok);
+        // A mirror started by a reversal starts where the other direction stopped, unless this
+        // flow copied past that since (a position below it is from before the reversal).
+        if let Some((from, at)) = self.reversal_start(topic, partition) {
+            if stored.as_ref().is_none_or(|s| s.map.target_next() < at) {
+                // The producer sequence goes on from this flow's last write to the partition,
+                // if it wrote there before (a reversal back): the broker still counts it.
+                let writer = stored.and_then(|s| s.writer);
+                return self.start_reversed(remote, partition, (from, at), target_end, writer);
+            }
+        }
         Ok(match stored {
             Some(s) if recreated.is_some() => {
                 let (was, now) = recreated.unwrap_or_default();
@@ -283,6 +293,58 @@ impl Flow {
                     .await
                     .map_err(ctx)?,
             },
+        })
+    }
+
+    /// Where partition `partition` of mirror topic `topic` starts if a reversal started its
+    /// mirror: (source offset, destination offset).
+    fn reversal_start(&self, topic: &str, partition: i32) -> Option<(i64, i64)> {
+        self.mirror
+            .as_ref()?
+            .view
+            .records
+            .get(topic)?
+            .start_of(partition)
+    }
+
+    /// A partition of a mirror started by a reversal, at source offset `from` and destination
+    /// offset `at`, where the other direction stopped: the destination must end exactly there.
+    /// Records after it were written after the reversal began (producers still writing to
+    /// the old source); nothing is written after them. `writer`: this flow's last producer
+    /// identity on the partition, if it wrote there before.
+    fn start_reversed(
+        &self,
+        remote: &str,
+        partition: i32,
+        (from, at): (i64, i64),
+        target_end: i64,
+        writer: Option<Writer>,
+    ) -> Result<Start> {
+        let map = OffsetMap::new(from, at);
+        let writer = writer.map_or_else(|| self.fresh_writer(), Ok)?;
+        let tgt = self.target.name();
+        let why = match target_end.cmp(&at) {
+            std::cmp::Ordering::Equal => {
+                return Ok(Start::Continue {
+                    map,
+                    writer,
+                    flushed: false,
+                    epoch: None,
+                })
+            }
+            std::cmp::Ordering::Greater => format!(
+                "cluster {tgt}, topic {remote}, partition {partition}: {} records at offsets {at}..{target_end} were written after the mirror was reversed at offset {at}; partition stopped (the other side does not have them; fail the mirror over to keep writing here)",
+                target_end - at
+            ),
+            std::cmp::Ordering::Less => format!(
+                "cluster {tgt}, topic {remote}, partition {partition}: the log ends at offset {target_end}, before offset {at} where the mirror was reversed (records were deleted); partition stopped"
+            ),
+        };
+        Ok(Start::Stopped {
+            map,
+            writer,
+            why,
+            kind: "written_after_reversal",
         })
     }
 
@@ -369,7 +431,10 @@ impl Flow {
                     .partition(remote, partition));
             }
         }
-        let mode = offsets_mode(&taken.map, rec.is_some_and(|r| r.created_by_strait));
+        let mode = match rec {
+            Some(r) => r.offsets_mode(partition, &taken.map),
+            None => offsets_mode(&taken.map, false),
+        };
         if mode != OffsetsMode::Identical {
             tracing::warn!(flow = %self.name(), %topic, partition, "cluster {tgt}, topic {topic}, partition {partition}: offsets are {mode}; consumer offsets are translated through the offset map");
         }

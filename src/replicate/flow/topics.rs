@@ -32,6 +32,7 @@ impl Flow {
                 ))
             })?;
         let meta = self.source.metadata(None).await?;
+        self.read_upstream().await?;
         if self.mirror.is_some() && self.owns_duties() && self.may_write() {
             let present: HashSet<String> = meta.topics.iter().map(|t| t.name.clone()).collect();
             let view = self.pump.snapshot().await;
@@ -45,7 +46,8 @@ impl Flow {
             let decision = topic_should_replicate(&filter, &self.policy, &t.name, &dst);
             let mirror_ok = match &self.mirror {
                 None => true,
-                // Mirror flows copy only the selected topics, and never one whose mirror ended.
+                // Mirror flows copy only the selected topics, never one whose mirror ended, and
+                // never the target's own topic mirrored here (unless a reversal handed it over).
                 Some(m) => {
                     decision != TopicDecision::Heartbeats
                         && !m
@@ -53,6 +55,7 @@ impl Flow {
                             .records
                             .get(&t.name)
                             .is_some_and(|r| r.state.is_stopped())
+                        && !self.mirrored_from_target(&t.name)
                 }
             };
             if decision.replicate() && mirror_ok {

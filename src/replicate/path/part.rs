@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::forward::{Outgoing, PartitionPlanner, ProducerIdentity, SourceOffsets};
-use crate::mirror::{offsets_mode, OffsetsMode};
+use crate::mirror::{offsets_mode_from, OffsetsMode};
 use crate::offsets::OffsetMap;
 use crate::replicate::progress::{Progress, Stored, Writer};
 
@@ -219,7 +219,8 @@ impl PartState {
         if !self.identical {
             return;
         }
-        let mode = offsets_mode(&self.map, true);
+        // Identical when it started (checked at take-up): it must stay so from its start.
+        let mode = offsets_mode_from(&self.map, true, self.map.source_start());
         if mode != OffsetsMode::Identical {
             self.identical = false;
             tracing::warn!(flow = %flow, cluster = %target, topic = %self.target_topic, partition = self.partition, "offsets are now {mode}; consumer offsets are translated through the offset map");
