@@ -48,7 +48,7 @@ use crate::filter::{topic_should_replicate, NameFilter, TopicDecision};
 use crate::forward::ProducerIdentity;
 use crate::mirror::{offsets_mode, MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
-use crate::naming::ReplicationPolicy;
+use crate::naming::{MirrorHop, ReplicationPolicy};
 use crate::observe::{Observer, Side};
 use crate::protocol::error_code;
 use crate::protocol::fetch::FetchedPartition;
@@ -196,6 +196,8 @@ struct MirrorCtl {
     applied_version: i64,
     /// The consumer offset sync settings in force, watched by the duties task.
     sync: watch::Sender<MirrorSync>,
+    /// Every mirror flow of the configuration, for the mirror loop check.
+    hops: Vec<MirrorHop>,
 }
 
 /// How often a mirror flow looks at the control topic and checks for foreign writes.
@@ -235,6 +237,7 @@ impl Flow {
                 every: cfg.consumer_offset_sync_interval,
                 filters: cfg.consumer_offset_group_filters.clone(),
             }),
+            hops: Vec::new(),
         });
         let (pump, pump_ends) = Pump::channels();
         Flow {
@@ -289,6 +292,15 @@ impl Flow {
     /// Reports metrics and facts to `obs` (by default to an observer nobody reads).
     pub fn with_observer(mut self, obs: Arc<Observer>) -> Flow {
         self.obs = obs;
+        self
+    }
+
+    /// Mirror flows: every mirror flow of the configuration (this one too), so that a topic
+    /// that came from this flow's target over prefixed mirror topics is not mirrored back.
+    pub fn with_mirror_hops(mut self, hops: Vec<MirrorHop>) -> Flow {
+        if let Some(m) = self.mirror.as_mut() {
+            m.hops = hops;
+        }
         self
     }
 
