@@ -336,20 +336,28 @@ pub fn mirror_flows<'a>(
     Ok(found)
 }
 
-/// The one mirror flow that mirrors `topic` (by its stored record), with its target and view.
+/// The one mirror flow that mirrors `topic`, with its target, its view and the source topic
+/// (the key of its records). `topic` is the mirror topic's name on the destination (Cluster
+/// Linking's `kafka-mirrors --topics west.trades`) or its source topic's name; the first is
+/// looked for first.
 pub async fn flow_of_topic<'a>(
     config: &'a Config,
     link: Option<&str>,
     topic: &str,
-) -> Result<(&'a FlowConfig, crate::client::Cluster, ControlView), AdminError> {
+) -> Result<(&'a FlowConfig, crate::client::Cluster, ControlView, String), AdminError> {
     let mut names = Vec::new();
     for f in mirror_flows(config, link)? {
         let target = super::connect_once(config, &f.target).await?;
         let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
-        if view.records.contains_key(topic) {
-            return Ok((f, target, view));
+        let source = [f.mirror_source(topic), Some(topic)]
+            .into_iter()
+            .flatten()
+            .find(|t| view.records.contains_key(*t))
+            .map(str::to_string);
+        if let Some(source) = source {
+            return Ok((f, target, view, source));
         }
-        names.extend(view.records.keys().cloned());
+        names.extend(view.records.keys().map(|t| f.mirror_topic(t)));
     }
     names.sort();
     Err(AdminError::NotFound(format!(
@@ -375,15 +383,18 @@ pub struct MirrorSent<'a> {
     pub record: MirrorRecord,
 }
 
-/// Stores `action` for mirror topic `topic` (like `strait mirror pause|resume|promote|failover`);
-/// a running instance carries it out within a second. Refused (409) once the mirror ended.
+/// Stores `action` for mirror topic `topic` (like `strait mirror pause|resume|promote|failover`;
+/// its destination or source name, see [`flow_of_topic`]); a running instance carries it out
+/// within a second. Refused (409) once the mirror ended.
 pub async fn mirror_command<'a>(
     config: &'a Config,
     link: Option<&str>,
     topic: &str,
     action: MirrorAction,
 ) -> Result<MirrorSent<'a>, AdminError> {
-    let (flow, target, view) = flow_of_topic(config, link, topic).await?;
+    // From here on `topic` is the source topic, the key of the mirror's records.
+    let (flow, target, view, topic) = flow_of_topic(config, link, topic).await?;
+    let topic = topic.as_str();
     let Some(record) = view.records.get(topic).cloned() else {
         return Err(AdminError::NotFound(format!(
             "topic {topic:?} is not a mirror topic"
@@ -391,7 +402,8 @@ pub async fn mirror_command<'a>(
     };
     if record.state.is_stopped() {
         return Err(AdminError::Conflict(format!(
-            "topic {topic}: the mirror already ended ({}); it is an ordinary topic now",
+            "topic {}: the mirror already ended ({}); it is an ordinary topic now",
+            flow.mirror_topic(topic),
             record.state.as_str()
         )));
     }
