@@ -3,7 +3,8 @@
 //! can change at runtime, whether a partition's offsets are identical to the source's, and the
 //! rows of `strait mirror status`.
 //!
-//! A mirror flow (`mode = "mirror"`) copies each selected topic under the same name. When strait
+//! A mirror flow (`mode = "mirror"`) copies each selected topic under the same name, after the
+//! flow's `prefix` if it has one (Cluster Linking's `cluster.link.prefix`). When strait
 //! created the destination topic while the source partition's log started at offset 0, every
 //! record lands at the offset it has on the source ([`OffsetsMode::Identical`]). Where that cannot
 //! hold (the source log had been truncated, the topic already existed, records had to be dropped
@@ -235,7 +236,7 @@ pub struct MirrorRecord {
     pub link: String,
     /// Source cluster alias.
     pub source_cluster: String,
-    /// Topic name (the same on both sides).
+    /// The source topic's name (on the destination: the flow's prefix, then this).
     pub topic: String,
     /// Current state.
     pub state: MirrorState,
@@ -627,7 +628,7 @@ pub fn offsets_mode_from(map: &OffsetMap, created_by_strait: bool, from: i64) ->
 /// One row of `strait mirror status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MirrorPartitionStatus {
-    /// Topic (same name on both sides).
+    /// The mirror topic's name on the destination.
     pub topic: String,
     /// Partition.
     pub partition: i32,

@@ -9,7 +9,10 @@
 //!
 //! Cycle detection walks the chain of source aliases a name encodes: replicating a topic to a
 //! cluster that appears anywhere in its chain would bring it home again (see
-//! [`ReplicationPolicy::would_cycle`]).
+//! [`ReplicationPolicy::would_cycle`]). Mirror flows keep names behind a prefix (Cluster
+//! Linking's `cluster.link.prefix`); [`mirror_would_cycle`] walks their prefixes the same way.
+
+use std::collections::HashSet;
 
 use crate::mm2::HEARTBEATS_TOPIC;
 
@@ -243,6 +246,59 @@ fn split_remote<'t>(topic: &'t str, separator: &str) -> Option<(&'t str, &'t str
         return None;
     }
     Some((source, upstream))
+}
+
+/// One mirror flow as the mirror loop check sees it: topics of cluster `source` are mirrored
+/// into cluster `target` as `prefix` followed by their name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MirrorHop {
+    /// Source cluster alias.
+    pub source: String,
+    /// Target cluster alias.
+    pub target: String,
+    /// What the mirror topics' names start with on the target (empty: the same name).
+    pub prefix: String,
+}
+
+/// Whether the topic `topic` of cluster `source` came from cluster `target`, directly or over
+/// several prefixed mirror hops of `hops` (all the configuration's mirror flows), so that
+/// mirroring it `source -> target` would bring it home (MirrorMaker 2's cycle check, walked
+/// through prefixes instead of aliases).
+///
+/// A name on cluster C may have come over any hop X -> C whose prefix starts it; its name on X
+/// is the rest. The walk follows every such hop back: with A -> B (`a.`) and B -> C (`b.`),
+/// `b.a.x` on C was `a.x` on B and `x` on A, so C -> A must not mirror it. Hops with an empty
+/// prefix are not followed (a name does not show them). Each step shortens the name, so the
+/// walk ends; each (cluster, name) is looked at once.
+pub fn mirror_would_cycle<'a>(
+    hops: &'a [MirrorHop],
+    source: &'a str,
+    target: &str,
+    topic: &'a str,
+) -> bool {
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let mut todo = vec![(source, topic)];
+    while let Some((cluster, name)) = todo.pop() {
+        if !seen.insert((cluster, name)) {
+            continue;
+        }
+        for hop in hops
+            .iter()
+            .filter(|h| h.target == cluster && !h.prefix.is_empty())
+        {
+            let Some(upstream) = name.strip_prefix(hop.prefix.as_str()) else {
+                continue;
+            };
+            if upstream.is_empty() {
+                continue;
+            }
+            if hop.source == target {
+                return true;
+            }
+            todo.push((hop.source.as_str(), upstream));
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -489,6 +545,56 @@ mod tests {
         );
     }
 
+    fn hop(source: &str, target: &str, prefix: &str) -> MirrorHop {
+        MirrorHop {
+            source: source.into(),
+            target: target.into(),
+            prefix: prefix.into(),
+        }
+    }
+
+    #[test]
+    fn mirror_loops_through_prefixes() {
+        // Active-active: west -> east as `west.`, east -> west as `east.`.
+        let pair = [hop("west", "east", "west."), hop("east", "west", "east.")];
+        let cycles = |source, target, topic| mirror_would_cycle(&pair, source, target, topic);
+        assert!(cycles("east", "west", "west.trades"));
+        assert!(cycles("west", "east", "east.payments"));
+        assert!(!cycles("west", "east", "trades"));
+        assert!(!cycles("east", "west", "payments"));
+        assert!(!cycles("east", "west", "east.local"), "east's own prefix");
+        assert!(
+            !cycles("east", "west", "west."),
+            "the prefix alone is no topic"
+        );
+        // A -> B (`a.`), B -> C (`b.`), C -> A: `b.a.x` on C came from A over two hops.
+        let ring = [
+            hop("A", "B", "a."),
+            hop("B", "C", "b."),
+            hop("C", "A", "c."),
+        ];
+        assert!(mirror_would_cycle(&ring, "C", "A", "b.a.x"));
+        assert!(mirror_would_cycle(&ring, "C", "B", "b.a.x"));
+        assert!(!mirror_would_cycle(&ring, "C", "A", "b.x"), "from B only");
+        assert!(mirror_would_cycle(&ring, "C", "B", "b.x"));
+        assert!(!mirror_would_cycle(&ring, "C", "A", "a.x"), "no hop A -> C");
+        assert!(mirror_would_cycle(&ring, "A", "B", "c.b.x"));
+        // Around the ring more than once: still found, and the walk ends.
+        assert!(mirror_would_cycle(&ring, "A", "C", "c.b.a.c.b.a.x"));
+        // Unprefixed hops are not followed: their names look local.
+        let plain = [hop("west", "east", ""), hop("east", "west", "")];
+        assert!(!mirror_would_cycle(&plain, "east", "west", "trades"));
+        // Several hops into one cluster whose prefixes both match: each is followed.
+        let two = [
+            hop("X", "S", "p."),
+            hop("T", "S", "p.q."),
+            hop("S", "T", "s."),
+        ];
+        assert!(mirror_would_cycle(&two, "S", "T", "p.q.x"));
+        assert!(!mirror_would_cycle(&two, "S", "T", "p.x"));
+        assert!(!mirror_would_cycle(&[], "S", "T", "p.x"));
+    }
+
     #[test]
     fn internal_topics() {
         let internal = [
@@ -659,6 +765,64 @@ mod tests {
                 prop_assert_eq!(&remote, &topic);
                 prop_assert!(!policy.would_cycle(&remote, &alias));
             }
+        }
+
+        #[test]
+        fn mirror_chains_are_found_from_every_cluster_on_them(
+            prefixes in prop::collection::vec("[a-z0-9._-]{1,5}", 1..6),
+            topic in "[a-zA-Z0-9._-]{1,20}",
+            other in prop::collection::vec("[a-z0-9._-]{0,4}", 0..4),
+        ) {
+            // c0 -> c1 -> ... -> cn, hop i with prefixes[i]; `topic` produced on c0. Other
+            // flows (from cluster zN, any prefix, empty too) never hide the chain.
+            let c = |i: usize| format!("c{i}");
+            let mut hops: Vec<MirrorHop> = prefixes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| hop(&c(i), &c(i + 1), p))
+                .collect();
+            for (j, p) in other.iter().enumerate() {
+                hops.push(hop(&format!("z{j}"), &c(j % (prefixes.len() + 1)), p));
+            }
+            let mut name = topic.clone();
+            for (i, p) in prefixes.iter().enumerate() {
+                name = format!("{p}{name}");
+                let here = c(i + 1);
+                for back in 0..=i {
+                    prop_assert!(mirror_would_cycle(&hops, &here, &c(back), &name), "{name} on {here} from c{back}");
+                }
+            }
+        }
+
+        #[test]
+        fn a_name_no_prefix_starts_is_never_a_loop(
+            prefixes in prop::collection::vec("[a-z]{1,4}\\.", 1..5),
+            topic in "[A-Z0-9_-][a-zA-Z0-9._-]{0,20}",
+        ) {
+            // Prefixes in lower case and a dot; the topic starts with none of them.
+            let hops: Vec<MirrorHop> = prefixes
+                .iter()
+                .enumerate()
+                .flat_map(|(i, p)| [hop("S", &format!("T{i}"), p), hop(&format!("T{i}"), "S", p)])
+                .collect();
+            for i in 0..prefixes.len() {
+                let target = format!("T{}", i);
+                prop_assert!(!mirror_would_cycle(&hops, "S", &target, &topic), "{} {}", topic, target);
+            }
+        }
+
+        #[test]
+        fn the_mirror_walk_never_panics_and_ends(
+            edges in prop::collection::vec((0u8..4, 0u8..4, "[ab.]{0,3}"), 0..12),
+            topic in "[ab.]{0,40}",
+            s in 0u8..4,
+            t in 0u8..4,
+        ) {
+            let hops: Vec<MirrorHop> = edges
+                .iter()
+                .map(|(a, b, p)| hop(&a.to_string(), &b.to_string(), p))
+                .collect();
+            let _ = mirror_would_cycle(&hops, &s.to_string(), &t.to_string(), &topic);
         }
 
         #[test]

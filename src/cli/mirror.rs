@@ -39,7 +39,7 @@ pub struct Target {
 pub struct TopicArgs {
     #[command(flatten)]
     pub target: Target,
-    /// Mirror topic.
+    /// Mirror topic: its name on the destination (or its source topic's name).
     #[arg(long)]
     pub topic: String,
     /// Seconds to wait for a running `strait run` to carry the command out.
@@ -56,7 +56,7 @@ pub enum MirrorCommandArgs {
     Describe {
         #[command(flatten)]
         target: Target,
-        /// Mirror topic.
+        /// Mirror topic: its name on the destination (or its source topic's name).
         #[arg(long)]
         topic: String,
     },
@@ -145,12 +145,13 @@ fn mirror_flows<'a>(config: &'a Config, t: &Target) -> Result<Vec<&'a FlowConfig
     admin::mirror_flows(config, t.link.as_deref()).map_err(admin::AdminError::into_error)
 }
 
-/// The one mirror flow that mirrors `topic` (by its stored record), with its target and view.
+/// The one mirror flow that mirrors `topic` (its destination or source name), with its target,
+/// view and source topic.
 async fn flow_of_topic<'a>(
     config: &'a Config,
     t: &Target,
     topic: &str,
-) -> Result<(&'a FlowConfig, Cluster, ControlView)> {
+) -> Result<(&'a FlowConfig, Cluster, ControlView, String)> {
     admin::flow_of_topic(config, t.link.as_deref(), topic)
         .await
         .map_err(admin::AdminError::into_error)
@@ -187,6 +188,7 @@ async fn list(t: &Target) -> Result<String> {
         "Source".into(),
         "Destination".into(),
         "Topic".into(),
+        "SourceTopic".into(),
         "State".into(),
         "CreatedByStrait".into(),
         "Status".into(),
@@ -204,6 +206,7 @@ async fn list(t: &Target) -> Result<String> {
                 f.link_name(),
                 f.source.clone(),
                 f.target.clone(),
+                f.mirror_topic(&r.topic),
                 r.topic.clone(),
                 state_text(r),
                 r.created_by_strait.to_string(),
@@ -229,14 +232,16 @@ async fn maps(target: &Cluster, source: &str, topic: &str) -> Result<Vec<(i32, O
 
 async fn describe(t: &Target, topic: &str) -> Result<String> {
     let config = load(t)?;
-    let (f, target, view) = flow_of_topic(&config, t, topic).await?;
+    let (f, target, view, source_topic) = flow_of_topic(&config, t, topic).await?;
+    let topic = source_topic.as_str();
     let rec = &view.records[topic];
     let (enable, every, filters) = mirrors::effective(f, view.link.as_ref());
     let mut out = String::new();
     let line = |out: &mut String, k: &str, v: String| {
         out.push_str(&format!("{k:<24}{v}\n"));
     };
-    line(&mut out, "Topic", topic.to_string());
+    line(&mut out, "Topic", f.mirror_topic(topic));
+    line(&mut out, "Source topic", topic.to_string());
     line(&mut out, "Link", f.link_name());
     line(&mut out, "Source", f.source.clone());
     line(&mut out, "Destination", f.target.clone());
@@ -360,7 +365,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
         let mut topics: Vec<&MirrorRecord> = view
             .records
             .values()
-            .filter(|r| only.is_none_or(|o| o == r.topic))
+            .filter(|r| only.is_none_or(|o| o == r.topic || o == f.mirror_topic(&r.topic)))
             .collect();
         topics.sort_by(|a, b| a.topic.cmp(&b.topic));
         for rec in topics {
@@ -369,7 +374,8 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
             if parts.is_empty() {
                 continue;
             }
-            let dest_end = target.list_offsets(&rec.topic, &parts, LATEST).await?;
+            let mirror = f.mirror_topic(&rec.topic);
+            let dest_end = target.list_offsets(&mirror, &parts, LATEST).await?;
             let (src_start, src_end) = match &source {
                 Some(s) => (
                     s.list_offsets(&rec.topic, &parts, EARLIEST).await.ok(),
@@ -422,7 +428,7 @@ async fn status(t: &Target, only: Option<&str>) -> Result<String> {
                     },
                 };
                 rows.push(MirrorPartitionStatus {
-                    topic: rec.topic.clone(),
+                    topic: mirror.clone(),
                     partition: *p,
                     link: f.link_name(),
                     state: rec.state,
@@ -460,7 +466,7 @@ async fn command(a: &TopicArgs, action: MirrorAction) -> Result<String> {
     let mut last = rec.clone();
     loop {
         let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
-        if let Some(r) = view.records.get(&a.topic) {
+        if let Some(r) = view.records.get(&rec.topic) {
             last = r.clone();
             if r.has_done(&cmd) {
                 let how = match (r.state, &r.reason) {

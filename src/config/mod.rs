@@ -555,6 +555,9 @@ pub struct FlowConfig {
     pub recompress: Recompress,
     /// Mirror flows: the link name (default the flow name, `source->target`).
     pub link: Option<String>,
+    /// Mirror flows: what a mirror topic's name on the target starts with, before the source
+    /// topic's name (Cluster Linking's `cluster.link.prefix`; default empty: the same name).
+    pub prefix: String,
     /// Mirror flows: sync consumer offsets of mirrored topics into the target (default true).
     pub consumer_offset_sync: bool,
     /// Mirror flows: how often consumer offsets are synced (default 5 s).
@@ -609,6 +612,7 @@ impl FlowConfig {
             max_bytes_per_second: None,
             recompress: Recompress::None,
             link: None,
+            prefix: String::new(),
             consumer_offset_sync: true,
             consumer_offset_sync_interval: Duration::from_secs(5),
             consumer_offset_group_filters: GroupFilters::all(),
@@ -634,6 +638,19 @@ impl FlowConfig {
     /// The link name of a mirror flow: `link`, or the flow name.
     pub fn link_name(&self) -> String {
         self.link.clone().unwrap_or_else(|| self.name())
+    }
+
+    /// A mirror flow's name on the target of the source topic `topic`: the prefix, then `topic`.
+    pub fn mirror_topic(&self, topic: &str) -> String {
+        format!("{}{topic}", self.prefix)
+    }
+
+    /// The source topic of this mirror flow's mirror topic `mirror` (its name on the target):
+    /// `mirror` without the prefix, if it has it.
+    pub fn mirror_source<'t>(&self, mirror: &'t str) -> Option<&'t str> {
+        mirror
+            .strip_prefix(self.prefix.as_str())
+            .filter(|t| !t.is_empty())
     }
 
     /// The duration field named `field` (its TOML key without `_secs` / `_ms`).

@@ -71,6 +71,7 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "max_bytes_per_second",
     "recompress",
     "link",
+    "prefix",
     "consumer_offset_sync",
     "consumer_offset_sync_interval_secs",
     "consumer_offset_sync_interval_ms",
@@ -257,6 +258,7 @@ fn apply_flow_value(
         "naming" => naming.identity = Some((toml_identity(file, path, v)?, t.layer)),
         "separator" => naming.separator = Some((toml_str(file, path, v)?.to_string(), t.layer)),
         "link" => flow.link = Some(toml_link(file, path, v)?),
+        "prefix" => flow.prefix = toml_str(file, path, v)?.to_string(),
         "consumer_offset_group_filters" => {
             let s = toml_str(file, path, v)?;
             flow.consumer_offset_group_filters =
@@ -807,6 +809,64 @@ naming = "identity"
             "zero",
             None,
         );
+    }
+
+    #[test]
+    fn mirror_prefix() {
+        let flow = "[[flows]]\nsource = \"a\"\ntarget = \"b\"\n";
+        let mirror = format!("{flow}mode = \"mirror\"\n");
+        let c = parse_toml(&format!("{TWO}{mirror}prefix = \"a.\"\n"), "x.toml").unwrap();
+        let f = c.flow("a", "b").unwrap();
+        assert_eq!(f.mirror_topic("trades"), "a.trades");
+        assert_eq!(f.mirror_source("a.trades"), Some("trades"));
+        assert_eq!(f.mirror_source("trades"), None);
+        assert_eq!(
+            f.mirror_source("a."),
+            None,
+            "the prefix alone names no topic"
+        );
+        assert_eq!(f.naming, NamingPolicy::Identity);
+        let plain = parse_toml(&format!("{TWO}{mirror}"), "x.toml").unwrap();
+        let f = plain.flow("a", "b").unwrap();
+        assert_eq!(f.prefix, "", "none by default: the same name");
+        assert_eq!(f.mirror_topic("trades"), "trades");
+        assert_eq!(f.mirror_source("trades"), Some("trades"));
+        let c = parse_toml(
+            &format!("{TWO}[defaults]\nprefix = \"dc1-\"\n{mirror}"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.flows[0].prefix, "dc1-", "from [defaults]");
+        // Only mirror flows have a prefix, wherever it is set.
+        let e = parse_toml(&format!("{TWO}{flow}prefix = \"a.\"\n"), "x.toml").unwrap_err();
+        check(
+            &e,
+            "x.toml",
+            "flows[0].prefix",
+            "only names mirror topics",
+            Some("mode = \"mirror\""),
+        );
+        assert_eq!(e.to_string().lines().count(), 1, "{e}");
+        let e = parse_toml(
+            &format!("{TWO}[defaults]\nprefix = \"a.\"\n{flow}"),
+            "x.toml",
+        )
+        .unwrap_err();
+        check(&e, "x.toml", "defaults.prefix", "replicate flow", None);
+        // Topic name characters only.
+        for bad in ["a/", "west trades.", "é.", "a:b"] {
+            let e =
+                parse_toml(&format!("{TWO}{mirror}prefix = \"{bad}\"\n"), "x.toml").unwrap_err();
+            check(
+                &e,
+                "x.toml",
+                "flows[0].prefix",
+                "which no topic name may contain",
+                Some("a-z, A-Z, 0-9"),
+            );
+        }
+        let e = parse_toml(&format!("{TWO}{mirror}prefix = 1\n"), "x.toml").unwrap_err();
+        check(&e, "x.toml", "flows[0].prefix", "expected a string", None);
     }
 
     #[test]

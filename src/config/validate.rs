@@ -494,8 +494,9 @@ fn check_offset_syncs(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<
     Ok(())
 }
 
-/// A mirror flow keeps topic names, and a link name is non-empty without `|`. (The TOML parser
-/// already ensures both; this catches a [`FlowConfig`] built in code.)
+/// A mirror flow keeps topic names (after its prefix, made of topic name characters; only mirror
+/// flows have one), and a link name is non-empty without `|`. (The TOML parser already ensures
+/// the names; this catches a [`FlowConfig`] built in code.)
 fn check_mirror(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<(), ConfigError> {
     if let Some(link) = &flow.link {
         if link.trim().is_empty() || link.contains('|') {
@@ -514,7 +515,20 @@ fn check_mirror(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<(), Co
             )
             .allowed("naming = \"identity\", or mode = \"replicate\""));
     }
-    Ok(())
+    let bad = flow
+        .prefix
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')));
+    let problem = match bad {
+        _ if flow.prefix.is_empty() => return Ok(()),
+        _ if flow.mode != FlowMode::Mirror => "a prefix only names mirror topics; a replicate flow names remote topics by its naming policy".to_string(),
+        Some(c) => format!("`{}` has {c:?}, which no topic name may contain", flow.prefix),
+        None => return Ok(()),
+    };
+    Err(prov
+        .at("prefix")
+        .error(file, problem)
+        .allowed("a-z, A-Z, 0-9, `.`, `_`, `-` in a flow with mode = \"mirror\""))
 }
 
 /// Checks flows against the clusters and each other.

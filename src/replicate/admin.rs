@@ -338,20 +338,43 @@ pub fn mirror_flows<'a>(
     Ok(found)
 }
 
-/// The one mirror flow that mirrors `topic` (by its stored record), with its target and view.
+/// The one mirror flow that mirrors `topic`, with its target, its view and the source topic
+/// (the key of its records). `topic` is the mirror topic's name on the destination (Cluster
+/// Linking's `kafka-mirrors --topics west.trades`) or its source topic's name; the first is
+/// looked for first. Of mirror flows both ways, the one whose mirror is live (not ended or
+/// reversed) is taken.
 pub async fn flow_of_topic<'a>(
     config: &'a Config,
     link: Option<&str>,
     topic: &str,
-) -> Result<(&'a FlowConfig, crate::client::Cluster, ControlView), AdminError> {
+) -> Result<(&'a FlowConfig, crate::client::Cluster, ControlView, String), AdminError> {
     let mut names = Vec::new();
+    let mut ended = None;
     for f in mirror_flows(config, link)? {
         let target = super::connect_once(config, &f.target).await?;
         let view = mirrors::read_view(&target, &f.source, &f.link_name()).await?;
-        if view.records.contains_key(topic) {
-            return Ok((f, target, view));
+        let source = [f.mirror_source(topic), Some(topic)]
+            .into_iter()
+            .flatten()
+            .find(|t| view.records.contains_key(*t))
+            .map(str::to_string);
+        match source {
+            Some(source)
+                if view
+                    .records
+                    .get(&source)
+                    .is_some_and(|r| !r.state.is_stopped()) =>
+            {
+                return Ok((f, target, view, source));
+            }
+            Some(source) => {
+                ended.get_or_insert((f, target, view, source));
+            }
+            None => names.extend(view.records.keys().map(|t| f.mirror_topic(t))),
         }
-        names.extend(view.records.keys().cloned());
+    }
+    if let Some(found) = ended {
+        return Ok(found);
     }
     names.sort();
     Err(AdminError::NotFound(format!(
@@ -378,16 +401,18 @@ pub struct MirrorSent<'a> {
 }
 
 /// Stores `action` for mirror topic `topic` (like `strait mirror pause|resume|promote|failover|
-/// reverse-and-start|reverse-and-pause`); a running instance carries it out within a second.
-/// Refused (409) once the mirror ended, and for a reversal without a mirror flow in the other
-/// direction that selects the topic.
+/// reverse-and-start|reverse-and-pause`; its destination or source name, see [`flow_of_topic`]);
+/// a running instance carries it out within a second. Refused (409) once the mirror ended, and
+/// for a reversal without a mirror flow in the other direction that selects the topic.
 pub async fn mirror_command<'a>(
     config: &'a Config,
     link: Option<&str>,
     topic: &str,
     action: MirrorAction,
 ) -> Result<MirrorSent<'a>, AdminError> {
-    let (flow, target, view) = flow_of_topic(config, link, topic).await?;
+    // From here on `topic` is the source topic, the key of the mirror's records.
+    let (flow, target, view, topic) = flow_of_topic(config, link, topic).await?;
+    let topic = topic.as_str();
     let Some(record) = view.records.get(topic).cloned() else {
         return Err(AdminError::NotFound(format!(
             "topic {topic:?} is not a mirror topic"
@@ -395,7 +420,8 @@ pub async fn mirror_command<'a>(
     };
     if record.state.is_stopped() {
         return Err(AdminError::Conflict(format!(
-            "topic {topic}: the mirror already ended ({}); it is an ordinary topic now",
+            "topic {}: the mirror already ended ({}); it is an ordinary topic now",
+            flow.mirror_topic(topic),
             record.state.as_str()
         )));
     }
@@ -428,13 +454,26 @@ async fn reversal(
     action: MirrorAction,
 ) -> Result<Reversal, AdminError> {
     let (src, dst) = (&flow.source, &flow.target);
+    if !flow.prefix.is_empty() {
+        return Err(AdminError::Conflict(format!(
+            "cannot {} topic {topic}: the mirror flow {} names mirror topics with prefix {:?}, so the mirror and its source are different topics; promote the mirror instead",
+            action.as_str(),
+            flow.name(),
+            flow.prefix
+        )));
+    }
     let back = config
         .flows
         .iter()
-        .find(|f| f.mode == crate::config::FlowMode::Mirror && &f.source == dst && &f.target == src)
+        .find(|f| {
+            f.mode == crate::config::FlowMode::Mirror
+                && &f.source == dst
+                && &f.target == src
+                && f.prefix.is_empty()
+        })
         .ok_or_else(|| {
             AdminError::Conflict(format!(
-                "{}: cannot {} topic {topic}: no mirror flow from {dst} to {src} to mirror it back (add one with mode = \"mirror\")",
+                "{}: cannot {} topic {topic}: no mirror flow from {dst} to {src} without a prefix to mirror it back (add one with mode = \"mirror\")",
                 config.origin,
                 action.as_str()
             ))

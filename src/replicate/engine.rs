@@ -15,9 +15,10 @@ use tracing::Instrument;
 use super::membership::{self, MembershipConfig, Ownership};
 use super::status::FlowStatus;
 use super::{check_supported, connect, connect_observed, flow, topic_sync};
-use crate::config::{Config, ConfigError, FlowConfig};
+use crate::config::{Config, ConfigError, FlowConfig, FlowMode};
 use crate::embedding::ReplicatorError;
 use crate::error::{Error, Result};
+use crate::naming::MirrorHop;
 use crate::observe::{self, Observer, Side};
 use crate::secret::{Secret, SecretSource};
 use crate::Shutdown;
@@ -305,8 +306,9 @@ impl FlowTask {
             obs.clone(),
         )
         .map(|s| tokio::spawn(s.run(shutdown.clone()).in_current_span()));
-        let mut f =
-            flow::Flow::new(flow, source, target, reverse, rf, tx).with_observer(obs.clone());
+        let mut f = flow::Flow::new(flow, source, target, reverse, rf, tx)
+            .with_observer(obs.clone())
+            .with_mirror_hops(mirror_hops(&config));
         if let Some(own) = &own {
             f = f.with_ownership(own.clone());
         }
@@ -318,6 +320,21 @@ impl FlowTask {
         }
         result
     }
+}
+
+/// Every mirror flow of `config` as the mirror loop check sees it, disabled ones too (the mirror
+/// topics they created are still there).
+fn mirror_hops(config: &Config) -> Vec<MirrorHop> {
+    config
+        .flows
+        .iter()
+        .filter(|f| f.mode == FlowMode::Mirror)
+        .map(|f| MirrorHop {
+            source: f.source.clone(),
+            target: f.target.clone(),
+            prefix: f.prefix.clone(),
+        })
+        .collect()
 }
 
 /// Serves the status page, `/metrics` and the REST API until shutdown; returns the address.

@@ -49,7 +49,7 @@ use crate::filter::{topic_should_replicate, NameFilter, TopicDecision};
 use crate::forward::ProducerIdentity;
 use crate::mirror::{MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
-use crate::naming::ReplicationPolicy;
+use crate::naming::{MirrorHop, ReplicationPolicy};
 use crate::observe::{Observer, Side};
 use crate::protocol::error_code;
 use crate::protocol::fetch::FetchedPartition;
@@ -202,6 +202,8 @@ struct MirrorCtl {
     upstream: HashMap<String, MirrorRecord>,
     /// Source control topic log end when `upstream` was read (-1: never read).
     upstream_seen: i64,
+    /// Every mirror flow of the configuration, for the mirror loop check.
+    hops: Vec<MirrorHop>,
 }
 
 /// How often a mirror flow looks at the control topic and checks for foreign writes.
@@ -243,6 +245,7 @@ impl Flow {
             }),
             upstream: HashMap::new(),
             upstream_seen: -1,
+            hops: Vec::new(),
         });
         let (pump, pump_ends) = Pump::channels();
         Flow {
@@ -297,6 +300,15 @@ impl Flow {
     /// Reports metrics and facts to `obs` (by default to an observer nobody reads).
     pub fn with_observer(mut self, obs: Arc<Observer>) -> Flow {
         self.obs = obs;
+        self
+    }
+
+    /// Mirror flows: every mirror flow of the configuration (this one too), so that a topic
+    /// that came from this flow's target over prefixed mirror topics is not mirrored back.
+    pub fn with_mirror_hops(mut self, hops: Vec<MirrorHop>) -> Flow {
+        if let Some(m) = self.mirror.as_mut() {
+            m.hops = hops;
+        }
         self
     }
 

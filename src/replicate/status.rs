@@ -51,8 +51,12 @@ pub struct FlowStatus {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct MirrorStatus {
-    /// Topic (same name on both sides).
+    /// The mirror topic: its name on the destination (the source topic's after the flow's
+    /// `prefix`, if it has one).
     pub topic: String,
+    /// The source topic it mirrors.
+    #[serde(default)]
+    pub source_topic: String,
     /// Link name.
     pub link: String,
     /// `active`, `paused`, `promoting`, `promoted` or `failed_over`.

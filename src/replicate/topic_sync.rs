@@ -248,6 +248,15 @@ impl TopicSync {
         })
     }
 
+    /// The name on the target of the source topic `topic`: a mirror flow's mirror topic, or the
+    /// naming policy's remote topic.
+    fn remote_topic(&self, topic: &str) -> String {
+        match self.cfg.mode {
+            FlowMode::Mirror => self.cfg.mirror_topic(topic),
+            FlowMode::Replicate => self.policy.remote_topic(self.source.name(), topic),
+        }
+    }
+
     /// Whether the flow replicates a source topic of this name (as the data path decides).
     fn replicates(&self, filter: &NameFilter, topic: &str) -> bool {
         topic_should_replicate(filter, &self.policy, topic, self.target.name()).replicate()
@@ -284,7 +293,7 @@ impl TopicSync {
             if !self.replicates(&filter, &t.name) {
                 continue;
             }
-            let remote = self.policy.remote_topic(self.source.name(), &t.name);
+            let remote = self.remote_topic(&t.name);
             match self.sync_topic_configs(&t.name, &remote).await {
                 Ok(true) => changed += 1,
                 Ok(false) => {}
@@ -363,7 +372,7 @@ impl TopicSync {
             .iter()
             .filter(|b| self.replicates(&filter, &b.resource_name))
             .filter_map(|b| {
-                let remote = self.policy.remote_topic(source.name(), &b.resource_name);
+                let remote = self.remote_topic(&b.resource_name);
                 target_acl(b, &remote)
             })
             .collect();

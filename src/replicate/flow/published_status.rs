@@ -45,7 +45,8 @@ impl Flow {
             .map(|r| {
                 let (status, status_reason) = self.status_of(r);
                 let mut ms = MirrorStatus {
-                    topic: r.topic.clone(),
+                    topic: self.cfg.mirror_topic(&r.topic),
+                    source_topic: r.topic.clone(),
                     link: r.link.clone(),
                     state: r.state.as_str().to_string(),
                     status: status.as_str().to_string(),

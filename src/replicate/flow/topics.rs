@@ -4,6 +4,7 @@
 //! topic id changed), a position beyond the source log's end, a remote topic deleted.
 
 use super::*;
+use crate::naming::mirror_would_cycle;
 
 impl Flow {
     pub(super) async fn refresh_topics(&mut self) -> Result<()> {
@@ -56,6 +57,7 @@ impl Flow {
                             .get(&t.name)
                             .is_some_and(|r| r.state.is_stopped())
                         && !self.mirrored_from_target(&t.name)
+                        && !self.mirror_loops(m, &t.name)
                 }
             };
             if decision.replicate() && mirror_ok {
@@ -103,6 +105,18 @@ impl Flow {
         // A partition's starting point is durable before anything is written for it, so a
         // crash at any later moment leaves a progress record to resume from.
         self.flush_progress().await
+    }
+
+    /// Mirror flows: whether the source topic `topic` came from this flow's target, so that
+    /// mirroring it would bring it home (by the mirror topic prefixes of `m`'s hops, see
+    /// [`mirror_would_cycle`]). The one place a mirror flow decides that a topic loops.
+    fn mirror_loops(&self, m: &MirrorCtl, topic: &str) -> bool {
+        let (src, dst) = (self.cfg.source.as_str(), self.cfg.target.as_str());
+        let looped = mirror_would_cycle(&m.hops, src, dst, topic);
+        if looped {
+            tracing::debug!(flow = %self.name(), %topic, "not mirrored: the topic came from cluster {dst} (its name starts with mirror topic prefixes leading back there)");
+        }
+        looped
     }
 
     /// Stops the running partitions of source topics that were deleted and created again
@@ -259,7 +273,10 @@ impl Flow {
         topic_id: Option<[u8; 16]>,
         view: &PathView,
     ) -> Result<()> {
-        let remote = self.policy.remote_topic(self.source.name(), topic);
+        let remote = match &self.mirror {
+            Some(_) => self.cfg.mirror_topic(topic),
+            None => self.policy.remote_topic(self.source.name(), topic),
+        };
         let existing = self.target.topic(&remote).await?;
         if let Some(m) = &self.mirror {
             if !m.view.records.contains_key(topic) {
@@ -267,7 +284,7 @@ impl Flow {
                 // it is written before the topic is created.
                 let created = existing.is_none();
                 if !created {
-                    tracing::warn!(flow = %self.name(), %topic, "cluster {}, topic {topic}: the destination topic already existed; its offsets are mapped through the offset map, not guaranteed identical to the source's", self.target.name());
+                    tracing::warn!(flow = %self.name(), %topic, "cluster {}, topic {remote}: the destination topic already existed; its offsets are mapped through the offset map, not guaranteed identical to the source's", self.target.name());
                 }
                 let rec =
                     MirrorRecord::new(&m.link, self.source.name(), topic, created, store::now_ms());
