@@ -513,7 +513,7 @@ fn mirror_verbs_through_the_write_api() {
         let (code, answer) = http(port, "POST", &format!("{base}/{verb}"), Some(WRITE), None);
         assert_eq!(code, 409, "{verb}: {answer}");
         assert!(
-            answer.contains("no mirror flow from east to west"),
+            answer.contains("no enabled mirror flow from east to west"),
             "{verb}: {answer}"
         );
     }

@@ -470,10 +470,11 @@ async fn reversal(
                 && &f.source == dst
                 && &f.target == src
                 && f.prefix.is_empty()
+                && f.enabled
         })
         .ok_or_else(|| {
             AdminError::Conflict(format!(
-                "{}: cannot {} topic {topic}: no mirror flow from {dst} to {src} without a prefix to mirror it back (add one with mode = \"mirror\")",
+                "{}: cannot {} topic {topic}: no enabled mirror flow from {dst} to {src} without a prefix to mirror it back (add one with mode = \"mirror\")",
                 config.origin,
                 action.as_str()
             ))

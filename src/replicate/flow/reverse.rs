@@ -54,8 +54,24 @@ impl Flow {
     }
 
     /// The mirror records the source cluster holds for topics mirrored from this flow's target
-    /// (the flow in the other direction), read again when its control topic changed.
+    /// (the flow in the other direction), read again when its control topic changed. Only
+    /// with a mirror flow the other way configured (else there are none); a source that may not
+    /// be read there keeps the last view (logged), it does not stop the topic refresh.
     pub(super) async fn read_upstream(&mut self) -> Result<()> {
+        let (src, dst) = (self.cfg.source.clone(), self.cfg.target.clone());
+        let Some(m) = &self.mirror else {
+            return Ok(());
+        };
+        if !m.hops.iter().any(|h| h.source == dst && h.target == src) {
+            return Ok(());
+        }
+        if let Err(e) = self.read_upstream_records().await {
+            tracing::warn!(flow = %self.name(), "cannot read the mirror records of cluster {src} (the loop check of mirrors both ways): {e}");
+        }
+        Ok(())
+    }
+
+    async fn read_upstream_records(&mut self) -> Result<()> {
         let Some(m) = &self.mirror else {
             return Ok(());
         };
