@@ -339,3 +339,84 @@ fn records_written_to_the_old_source_after_a_reversal_stop_the_new_mirror() {
     )
     .starts_with("east")));
 }
+
+/// Restarts at each step of a reversal: the command stored while no `strait run` runs is
+/// carried out by the next one; `strait run` killed (-9) right after the reversal, before the
+/// new mirror copied anything, and again as records arrive; every record once, same offsets.
+#[test]
+fn a_reversal_survives_kill_9_at_each_step() {
+    let (west, proxy_west) = Broker::start_behind_proxy("west");
+    let east = Broker::start("east");
+    let (w, e) = (west.direct_bootstrap(), east.bootstrap());
+    let topic = "ledger";
+    let dir = support::cli::temp_dir("mirror-reverse-kill");
+    create_topic(&w, topic, 2);
+    let numbered = |label: &str, n: usize| -> Vec<TestRecord> {
+        (0..n)
+            .map(|i| TestRecord::kv(format!("k{i}"), format!("{label}-{i}")))
+            .collect()
+    };
+    produce_records(&w, topic, &numbered("west", 40), Codec::None);
+    let config = config(&dir, &west, &east, topic);
+    let log = |n: usize| dir.join(format!("strait-{n}.log"));
+    let mut run = StraitRun::start_with(&config, &log(1), "info");
+    wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
+    run.kill9();
+
+    // Stored while nothing runs: the command says so and exits 1; the next run carries it out.
+    let c = config.to_string_lossy();
+    let out = strait_out(
+        &[
+            "mirror",
+            "reverse-and-start",
+            "--config",
+            &c,
+            "--link",
+            "west-link",
+            "--topic",
+            topic,
+            "--timeout",
+            "3",
+        ],
+        &[],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("no running `strait run` took it yet"),
+        "{}",
+        text(&out)
+    );
+    let mut run = StraitRun::start_with(&config, &log(2), "info");
+    wait(
+        "the reversal carried out",
+        &run,
+        Duration::from_secs(60),
+        || run.log().contains("mirror reversed"),
+    );
+    // Killed before the new mirror copied anything; records arrive on east meanwhile.
+    run.kill9();
+    produce_records(&e, topic, &numbered("east", 30), Codec::None);
+    let mut run = StraitRun::start_with(&config, &log(3), "info");
+    wait_caught_up(&e, topic, &w, topic, &run, Duration::from_secs(60));
+    // Killed as more records arrive (mirrored or not yet); the next run goes on from what its
+    // progress and west's log say.
+    produce_records(&e, topic, &numbered("more", 30), Codec::None);
+    run.kill9();
+    let run = StraitRun::start_with(&config, &log(4), "info");
+    produce_records(&e, topic, &numbered("last", 30), Codec::None);
+    wait_caught_up(&e, topic, &w, topic, &run, Duration::from_secs(60));
+    let on_west = consume_all(&w, topic, 130, Duration::from_secs(30));
+    let on_east = consume_all(&e, topic, 130, Duration::from_secs(30));
+    let strip = |r: &support::OwnedRecord| (r.partition, r.offset, r.key.clone(), r.value.clone());
+    assert_eq!(on_west.len(), 130, "every record once on west");
+    assert_eq!(
+        on_west.iter().map(strip).collect::<Vec<_>>(),
+        on_east.iter().map(strip).collect::<Vec<_>>()
+    );
+    let listed = list(&config);
+    assert!(
+        listed.contains("ACTIVE") && listed.contains("STOPPED"),
+        "{listed}"
+    );
+    proxy_west.assert_clean();
+}
