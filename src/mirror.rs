@@ -312,6 +312,11 @@ impl MirrorRecord {
         r
     }
 
+    /// Whether this is a live mirror a reversal started (the other direction handed it over).
+    pub fn handed_over(&self) -> bool {
+        !self.state.is_stopped() && !self.start_at.is_empty()
+    }
+
     /// Where partition `p` of a mirror started by a reversal starts (source offset,
     /// destination offset), if it is one.
     pub fn start_of(&self, p: i32) -> Option<(i64, i64)> {
@@ -398,7 +403,7 @@ pub fn mirrors_back(upstream: Option<&MirrorRecord>, own: Option<&MirrorRecord>)
     match upstream {
         None => false,
         Some(u) if !u.state.is_stopped() => true,
-        Some(_) => !own.is_some_and(|r| !r.state.is_stopped() && !r.start_at.is_empty()),
+        Some(_) => !own.is_some_and(MirrorRecord::handed_over),
     }
 }
 

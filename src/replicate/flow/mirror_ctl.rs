@@ -21,7 +21,7 @@ impl Flow {
         self.mirror_read_control().await?;
         let view = self.pump.snapshot().await;
         self.advance_promotions(&view).await?;
-        self.await_handover(&view).await?;
+        self.await_handover(&view).await;
         self.check_foreign_writes(&view).await?;
         self.record_failures(&view, None).await?;
         Ok(view)

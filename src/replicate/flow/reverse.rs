@@ -57,18 +57,17 @@ impl Flow {
     /// (the flow in the other direction), read again when its control topic changed. Only
     /// with a mirror flow the other way configured (else there are none); a source that may not
     /// be read there keeps the last view (logged), it does not stop the topic refresh.
-    pub(super) async fn read_upstream(&mut self) -> Result<()> {
+    pub(super) async fn read_upstream(&mut self) {
         let (src, dst) = (self.cfg.source.clone(), self.cfg.target.clone());
         let Some(m) = &self.mirror else {
-            return Ok(());
+            return;
         };
         if !m.hops.iter().any(|h| h.source == dst && h.target == src) {
-            return Ok(());
+            return;
         }
         if let Err(e) = self.read_upstream_records().await {
             tracing::warn!(flow = %self.name(), "cannot read the mirror records of cluster {src} (the loop check of mirrors both ways): {e}");
         }
-        Ok(())
     }
 
     async fn read_upstream_records(&mut self) -> Result<()> {
@@ -95,29 +94,26 @@ impl Flow {
 
     /// A mirror a reversal handed to this flow waits until the other direction's record says
     /// reversed: looks again at every mirror upkeep, and takes it up at once when it does.
-    pub(super) async fn await_handover(&mut self, view: &PathView) -> Result<()> {
-        let waiting = self.mirror.as_ref().is_some_and(|m| {
+    pub(super) async fn await_handover(&mut self, view: &PathView) {
+        let waiting = |m: &MirrorCtl| -> Vec<String> {
             m.view
                 .records
                 .iter()
-                .any(|(t, r)| !r.state.is_stopped() && !r.start_at.is_empty() && !view.has_topic(t))
-        });
-        if !waiting {
-            return Ok(());
+                .filter(|(t, r)| r.handed_over() && !view.has_topic(t))
+                .map(|(t, _)| t.clone())
+                .collect()
+        };
+        if self.mirror.as_ref().is_none_or(|m| waiting(m).is_empty()) {
+            return;
         }
-        self.read_upstream().await?;
-        let ready = self.mirror.as_ref().is_some_and(|m| {
-            m.view.records.iter().any(|(t, r)| {
-                !r.state.is_stopped()
-                    && !r.start_at.is_empty()
-                    && !view.has_topic(t)
-                    && !mirrors_back(m.upstream.get(t), Some(r))
-            })
-        });
-        if ready {
+        self.read_upstream().await;
+        if self
+            .mirror
+            .as_ref()
+            .is_some_and(|m| waiting(m).iter().any(|t| !self.mirrored_from_target(t)))
+        {
             self.refresh_soon = true;
         }
-        Ok(())
     }
 
     /// The loop check of same-named mirrors both ways: whether source topic `topic` is the

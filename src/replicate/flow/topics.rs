@@ -33,7 +33,7 @@ impl Flow {
                 ))
             })?;
         let meta = self.source.metadata(None).await?;
-        self.read_upstream().await?;
+        self.read_upstream().await;
         if self.mirror.is_some() && self.owns_duties() && self.may_write() {
             let present: HashSet<String> = meta.topics.iter().map(|t| t.name.clone()).collect();
             let view = self.pump.snapshot().await;
