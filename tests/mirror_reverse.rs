@@ -420,3 +420,67 @@ fn a_reversal_survives_kill_9_at_each_step() {
     );
     proxy_west.assert_clean();
 }
+
+/// A reversal asked for while the source cluster is down is refused with one line naming it
+/// (the source is to become the mirror: it must be reachable), nothing is stored, the mirror
+/// goes on; once the source is back the reversal works: nothing lost, nothing twice.
+#[test]
+fn a_reversal_is_refused_while_the_source_is_down_then_works() {
+    let mut west = Broker::start("west");
+    let east = Broker::start("east");
+    let (w, e) = (west.bootstrap(), east.bootstrap());
+    let topic = "audit";
+    let dir = support::cli::temp_dir("mirror-reverse-outage");
+    create_topic(&w, topic, 1);
+    let numbered = |label: &str, n: usize| -> Vec<TestRecord> {
+        (0..n)
+            .map(|i| TestRecord::kv(format!("k{i}"), format!("{label}-{i}")))
+            .collect()
+    };
+    produce_records(&w, topic, &numbered("west", 25), Codec::None);
+    let config = config(&dir, &west, &east, topic);
+    let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
+    wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
+    west.stop();
+    let c = config.to_string_lossy();
+    let out = strait_out(
+        &[
+            "mirror",
+            "reverse-and-start",
+            "--config",
+            &c,
+            "--link",
+            "west-link",
+            "--topic",
+            topic,
+            "--timeout",
+            "10",
+        ],
+        &[],
+    );
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("cluster west"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    west.start_again();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !run.log().contains("command applied"),
+        "nothing stored\n{}",
+        run.log()
+    );
+    // The mirror goes on after the outage, then the reversal works.
+    produce_records(&w, topic, &numbered("after", 5), Codec::None);
+    wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(90));
+    mirror(&config, "reverse-and-start", "west-link", topic);
+    produce_records(&e, topic, &numbered("east", 15), Codec::None);
+    wait_caught_up(&e, topic, &w, topic, &run, Duration::from_secs(60));
+    let strip = |r: &support::OwnedRecord| (r.partition, r.offset, r.key.clone(), r.value.clone());
+    let on_west = consume_all(&w, topic, 45, Duration::from_secs(30));
+    let on_east = consume_all(&e, topic, 45, Duration::from_secs(30));
+    assert_eq!(on_west.len(), 45, "every record once on west");
+    assert_eq!(
+        on_west.iter().map(strip).collect::<Vec<_>>(),
+        on_east.iter().map(strip).collect::<Vec<_>>()
+    );
+}
