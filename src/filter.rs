@@ -17,7 +17,7 @@ use std::fmt;
 
 use regex::Regex;
 
-use crate::naming::ReplicationPolicy;
+use crate::naming::{Mm2Topics, ReplicationPolicy};
 
 /// An include list and an exclude list of whole-name regular expressions.
 #[derive(Debug, Clone)]
@@ -106,14 +106,15 @@ impl fmt::Display for TopicDecision {
 pub fn topic_should_replicate(
     filter: &NameFilter,
     policy: &ReplicationPolicy,
+    names: &Mm2Topics,
     topic: &str,
     target_alias: &str,
 ) -> TopicDecision {
-    if policy.is_internal_topic(topic) {
+    if names.is_internal_topic(topic) {
         TopicDecision::Internal
     } else if policy.would_cycle(topic, target_alias) {
         TopicDecision::Cycle
-    } else if policy.is_heartbeats_topic(topic) {
+    } else if names.is_heartbeats_topic(policy, topic) {
         TopicDecision::Heartbeats
     } else if !filter.is_included(topic) {
         TopicDecision::NotIncluded
@@ -294,7 +295,8 @@ mod tests {
             (&all, "__x.heartbeats", "B", TopicDecision::Internal),
         ];
         for (f, topic, target, want) in cases {
-            let got = topic_should_replicate(f, &p, topic, target);
+            let got =
+                topic_should_replicate(f, &p, &Mm2Topics::for_policy(&p, true), topic, target);
             assert_eq!(got, *want, "{topic} -> {target}");
             assert_eq!(
                 got.replicate(),
@@ -308,9 +310,25 @@ mod tests {
         let topics = filter(&[".*"], &[]);
         let p = dot();
         // Flow cluster_a -> cluster_b, looking at topics on cluster_a.
-        let a_to_b = |t: &str| topic_should_replicate(&topics, &p, t, "cluster_b");
+        let a_to_b = |t: &str| {
+            topic_should_replicate(
+                &topics,
+                &p,
+                &Mm2Topics::for_policy(&p, true),
+                t,
+                "cluster_b",
+            )
+        };
         // Flow cluster_b -> cluster_a, looking at topics on cluster_b.
-        let b_to_a = |t: &str| topic_should_replicate(&topics, &p, t, "cluster_a");
+        let b_to_a = |t: &str| {
+            topic_should_replicate(
+                &topics,
+                &p,
+                &Mm2Topics::for_policy(&p, true),
+                t,
+                "cluster_a",
+            )
+        };
 
         assert_eq!(a_to_b("global_iot"), TopicDecision::Replicate);
         assert_eq!(
@@ -345,17 +363,49 @@ mod tests {
         let p = ReplicationPolicy::Identity;
         // No prefix, so no cycle detection for ordinary topics (as in MM2).
         assert_eq!(
-            topic_should_replicate(&all, &p, "B.orders", "B"),
+            topic_should_replicate(&all, &p, &Mm2Topics::for_policy(&p, true), "B.orders", "B"),
             TopicDecision::Replicate
         );
         assert_eq!(
-            topic_should_replicate(&all, &p, "heartbeats", "B"),
+            topic_should_replicate(
+                &all,
+                &p,
+                &Mm2Topics::for_policy(&p, true),
+                "heartbeats",
+                "B"
+            ),
             TopicDecision::Heartbeats
         );
         assert_eq!(
-            topic_should_replicate(&all, &p, "B.heartbeats", "B"),
+            topic_should_replicate(
+                &all,
+                &p,
+                &Mm2Topics::for_policy(&p, true),
+                "B.heartbeats",
+                "B"
+            ),
             TopicDecision::Cycle
         );
+    }
+
+    #[test]
+    fn renamed_mm2_topics() {
+        let all = filter(&[".*"], &[]);
+        let none = filter(&[], &[]);
+        let p = dot();
+        let pattern = |s: &str| {
+            crate::naming::TopicPattern::parse(s, crate::naming::SOURCE_PLACEHOLDER)
+                .expect("pattern")
+        };
+        let n = Mm2Topics::for_policy(&p, true)
+            .with_heartbeats("ops-hb")
+            .with_checkpoints(pattern("ops.cp.{source}"));
+        let decide = |f: &NameFilter, t: &str| topic_should_replicate(f, &p, &n, t, "B");
+        assert_eq!(decide(&none, "ops-hb"), TopicDecision::Heartbeats);
+        assert_eq!(decide(&none, "C.ops-hb"), TopicDecision::Heartbeats);
+        assert_eq!(decide(&none, "heartbeats"), TopicDecision::NotIncluded);
+        assert_eq!(decide(&all, "ops.cp.A"), TopicDecision::Internal);
+        assert_eq!(decide(&all, "B.ops-hb"), TopicDecision::Cycle);
     }
 
     #[test]
@@ -365,15 +415,21 @@ mod tests {
             separator: "_".into(),
         };
         assert_eq!(
-            topic_should_replicate(&all, &p, "A_checkpoints_internal", "B"),
+            topic_should_replicate(
+                &all,
+                &p,
+                &Mm2Topics::for_policy(&p, true),
+                "A_checkpoints_internal",
+                "B"
+            ),
             TopicDecision::Internal
         );
         assert_eq!(
-            topic_should_replicate(&all, &p, "B_orders", "B"),
+            topic_should_replicate(&all, &p, &Mm2Topics::for_policy(&p, true), "B_orders", "B"),
             TopicDecision::Cycle
         );
         assert_eq!(
-            topic_should_replicate(&all, &p, "B.orders", "B"),
+            topic_should_replicate(&all, &p, &Mm2Topics::for_policy(&p, true), "B.orders", "B"),
             TopicDecision::Replicate
         );
     }
@@ -408,10 +464,11 @@ mod tests {
             // MM2: (filter || heartbeats) && !internal && !cycle
             let f = filter(&["[a-m].*"], &[".*z.*"]);
             let p = dot();
-            let mm2 = (f.matches(&topic) || p.is_heartbeats_topic(&topic))
-                && !p.is_internal_topic(&topic)
+            let n = Mm2Topics::default();
+            let mm2 = (f.matches(&topic) || n.is_heartbeats_topic(&p, &topic))
+                && !n.is_internal_topic(&topic)
                 && !p.would_cycle(&topic, &target);
-            prop_assert_eq!(topic_should_replicate(&f, &p, &topic, &target).replicate(), mm2);
+            prop_assert_eq!(topic_should_replicate(&f, &p, &Mm2Topics::for_policy(&p, true), &topic, &target).replicate(), mm2);
         }
     }
 }

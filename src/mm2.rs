@@ -18,10 +18,11 @@
 
 use thiserror::Error;
 
-/// Name of the heartbeats topic MM2's heartbeat connector writes to on the target cluster.
+/// Default name of the heartbeats topic MM2's heartbeat connector writes to on the target
+/// cluster (renamed per flow: [`crate::naming::Mm2Topics`]).
 ///
 /// Replicated heartbeats topics carry the usual remote-topic prefix (`A.heartbeats`); see
-/// [`crate::naming::is_heartbeats_topic`].
+/// [`crate::naming::Mm2Topics::is_heartbeats_topic`].
 pub const HEARTBEATS_TOPIC: &str = "heartbeats";
 
 /// The value version MM2 writes in heartbeat and checkpoint values, the only one it defines.
@@ -29,21 +30,6 @@ pub(crate) const VALUE_VERSION: i16 = 0;
 
 /// Largest byte length a Kafka `STRING` can have.
 pub(crate) const MAX_STRING_LEN: usize = i16::MAX as usize;
-
-/// Name of the checkpoints topic on the target cluster for checkpoints of groups on the cluster
-/// `source_alias`: `<source>.checkpoints.internal` (MM2's default policy with separator `.`; see
-/// [`crate::naming::ReplicationPolicy::checkpoints_topic`] for other separators).
-pub fn checkpoints_topic(source_alias: &str) -> String {
-    format!("{source_alias}.checkpoints.internal")
-}
-
-/// Name of the offset-syncs topic for replication towards `target_alias`:
-/// `mm2-offset-syncs.<target>.internal` (MM2's default policy with separator `.`; see
-/// [`crate::naming::ReplicationPolicy::offset_syncs_topic`] for other separators). MM2 keeps it
-/// on the source cluster by default (`offset-syncs.topic.location = source`).
-pub fn offset_syncs_topic(target_alias: &str) -> String {
-    format!("mm2-offset-syncs.{target_alias}.internal")
-}
 
 /// Why an MM2 internal record could not be decoded or encoded.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -173,7 +159,7 @@ impl Heartbeat {
 
 /// A checkpoint: a consumer group's committed offset on the source cluster and its translation
 /// to the target cluster, written by MM2's checkpoint connector to
-/// [`checkpoints_topic`]`(source)` on the target cluster.
+/// [`checkpoints`](crate::naming::Mm2Topics::checkpoints)`(source)` on the target cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Checkpoint {
     /// The consumer group.
@@ -240,7 +226,7 @@ impl Checkpoint {
 }
 
 /// An offset sync: a pair of offsets known to hold the same record on the source and target
-/// partitions, written by MM2's source connector to [`offset_syncs_topic`]`(target)`.
+/// partitions, written by MM2's source connector to [`offset_syncs`](crate::naming::Mm2Topics::offset_syncs)`(target)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OffsetSync {
     /// The topic as named on the source cluster.
@@ -462,9 +448,10 @@ mod tests {
     #[test]
     fn topic_names() {
         assert_eq!(HEARTBEATS_TOPIC, "heartbeats");
-        assert_eq!(checkpoints_topic("us-west"), "us-west.checkpoints.internal");
+        let names = crate::naming::Mm2Topics::default();
+        assert_eq!(names.checkpoints("us-west"), "us-west.checkpoints.internal");
         assert_eq!(
-            offset_syncs_topic("us-east"),
+            names.offset_syncs("us-east"),
             "mm2-offset-syncs.us-east.internal"
         );
     }

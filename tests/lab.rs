@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::ClientConfig;
+use support::data::commit_group;
 use support::{
     consume_all, create_topic, produce_records, topic_name, Broker, Codec, StraitRun, TestRecord,
 };
@@ -90,7 +91,9 @@ bootstrap_servers = ["{b}"]
 
 [defaults]
 refresh_topics_interval_secs = 1
+refresh_groups_interval_secs = 1
 heartbeat_interval_secs = 1
+checkpoint_interval_secs = 1
 
 [[flows]]
 source = "cluster_a"
@@ -119,13 +122,43 @@ fn lab_mm2(a: &str, b: &str) -> String {
          cluster_b->cluster_a.topics = cluster_a\\\\.global_iot\n\
          cluster_b->cluster_a.groups = .*\n\
          refresh.topics.interval.seconds = 1\n\
+         refresh.groups.interval.seconds = 1\n\
          emit.heartbeats.interval.seconds = 1\n\
+         emit.checkpoints.interval.seconds = 1\n\
          replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n"
     )
 }
 
-/// Plays the lab; returns the topic names on cluster_a and cluster_b at its end.
-fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) -> [Vec<String>; 2] {
+/// The translated offsets `strait offsets --export` gives for `group` from cluster_a on
+/// cluster_b: (topic, partition) -> offset.
+fn exported(config: &std::path::Path, group: &str) -> Vec<(String, i32, i64)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["offsets", "--config"])
+        .arg(config)
+        .args(["--source", "cluster_a", "--target", "cluster_b"])
+        .args(["--group", group, "--export"])
+        .output()
+        .expect("strait offsets");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(',');
+            Some((
+                f.next()?.to_string(),
+                f.next()?.parse().ok()?,
+                f.next()?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Plays the lab with `heartbeats` as the heartbeats topic's name; returns the topic names on
+/// cluster_a and cluster_b at its end.
+fn play_lab(
+    config_text: impl Fn(&str, &str) -> String,
+    file_name: &str,
+    heartbeats: &str,
+) -> [Vec<String>; 2] {
     let (a, proxy_a) = Broker::start_behind_proxy("cluster_a");
     let (b, proxy_b) = Broker::start_behind_proxy("cluster_b");
     let dir = std::env::temp_dir().join(topic_name("lab"));
@@ -222,6 +255,10 @@ fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) -> [Vec
                     == high_watermarks(&a.bootstrap(), "second_topic")
         },
     );
+    let (remote_a, remote_b) = (
+        format!("cluster_a.{heartbeats}"),
+        format!("cluster_b.{heartbeats}"),
+    );
     wait_until(
         "heartbeats on both clusters",
         Duration::from_secs(30),
@@ -229,15 +266,27 @@ fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) -> [Vec
         || {
             let (ta, tb) = (topics(&a.bootstrap()), topics(&b.bootstrap()));
             let has = |ts: &[(String, usize)], n: &str| ts.iter().any(|t| t.0 == n);
-            has(&ta, "heartbeats")
-                && has(&tb, "heartbeats")
-                && has(&tb, "cluster_a.heartbeats")
-                && has(&ta, "cluster_b.heartbeats")
-                && high_watermarks(&b.bootstrap(), "cluster_a.heartbeats")
+            has(&ta, heartbeats)
+                && has(&tb, heartbeats)
+                && has(&tb, &remote_a)
+                && has(&ta, &remote_b)
+                && high_watermarks(&b.bootstrap(), &remote_a)
                     .iter()
                     .sum::<i64>()
                     > 0
         },
+    );
+    // Lab 6's first step: a group's offsets on cluster_a, translated for cluster_b from the
+    // checkpoints strait writes there (fresh replication: the same offsets).
+    commit_group(&a.bootstrap(), "lab.group", "global_iot", 5, 1_000);
+    let want: Vec<(String, i32, i64)> = (0..5)
+        .map(|p| ("cluster_a.global_iot".to_string(), p, 1_000))
+        .collect();
+    wait_until(
+        "lab.group's translated offsets",
+        Duration::from_secs(60),
+        Some(&strait),
+        || exported(&config, "lab.group") == want,
     );
     let log = strait.stop();
 
@@ -271,39 +320,62 @@ fn play_lab(config_text: impl Fn(&str, &str) -> String, file_name: &str) -> [Vec
 
 #[test]
 fn srm_lab_with_strait_toml() {
-    play_lab(lab_toml, "lab.toml");
+    play_lab(lab_toml, "lab.toml", "heartbeats");
 }
 
 #[test]
 fn srm_lab_with_mm2_properties() {
-    play_lab(lab_mm2, "mm2.properties");
+    play_lab(lab_mm2, "mm2.properties", "heartbeats");
 }
 
-/// Issue 32: the lab on clusters whose naming policy wants every topic under `ops.`: strait's
-/// own topics renamed with `control_topic` and `progress_topic` on both clusters; the lab plays
-/// the same, and no topic with a default name is created.
+/// Issue 32: the lab on clusters whose naming policy refuses the replicators' default topic
+/// names: strait's own topics renamed with `control_topic` and `progress_topic`, MirrorMaker
+/// 2's with `heartbeats_topic`, `checkpoints_topic` and `offset_syncs_topic`; the lab plays the
+/// same (heartbeats both ways, a group's offsets translated from the renamed checkpoints), and
+/// no topic of a default name is created on either cluster.
 #[test]
 fn srm_lab_with_renamed_internal_topics() {
     let renamed = |a: &str, b: &str| {
-        lab_toml(a, b).replace(
-            "bootstrap_servers = [",
-            "control_topic = \"ops.strait-control.internal\"\n\
-             progress_topic = \"ops.strait-progress.internal\"\n\
-             bootstrap_servers = [",
-        )
+        lab_toml(a, b)
+            .replace(
+                "bootstrap_servers = [",
+                "control_topic = \"ops.strait-control.internal\"\n\
+                 progress_topic = \"ops.strait-progress.internal\"\n\
+                 bootstrap_servers = [",
+            )
+            .replace(
+                "[defaults]\n",
+                "[defaults]\nheartbeats_topic = \"ops-heartbeats\"\n\
+                 checkpoints_topic = \"ops.mm2-checkpoints.{source}\"\n\
+                 offset_syncs_topic = \"ops.mm2-offset-syncs.{target}\"\n",
+            )
     };
-    let [on_a, on_b] = play_lab(renamed, "lab.toml");
-    // cluster_b holds the progress records of the flow into it and the runtime lists the lab
-    // changed; neither cluster has a topic of a default name.
-    assert!(
-        on_b.iter().any(|n| n == "ops.strait-progress.internal")
-            && on_b.iter().any(|n| n == "ops.strait-control.internal"),
-        "{on_b:?}"
-    );
+    let [on_a, on_b] = play_lab(renamed, "lab.toml", "ops-heartbeats");
+    let has = |names: &[String], n: &str| names.iter().any(|t| t == n);
+    // cluster_b holds the progress records of the flow into it, the runtime lists the lab
+    // changed, the checkpoints of cluster_a's groups and the offset syncs towards it.
+    for name in [
+        "ops.strait-progress.internal",
+        "ops.strait-control.internal",
+        "ops.mm2-checkpoints.cluster_a",
+        "ops.mm2-offset-syncs.cluster_b",
+        "ops-heartbeats",
+        "cluster_a.ops-heartbeats",
+    ] {
+        assert!(has(&on_b, name), "{name} missing on cluster_b: {on_b:?}");
+    }
     for names in [&on_a, &on_b] {
         assert!(
-            !names.iter().any(|n| n.starts_with("strait-")),
+            !names.iter().any(|n| n.starts_with("strait-")
+                || n == "heartbeats"
+                || n.ends_with(".heartbeats")
+                || n.ends_with("checkpoints.internal")
+                || n.starts_with("mm2-offset-syncs")),
             "a default-named topic: {names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.contains(".ops.mm2-")),
+            "a renamed internal topic replicated: {names:?}"
         );
     }
 }

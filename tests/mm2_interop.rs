@@ -134,9 +134,10 @@ struct Topology {
 
 fn strait_topology(topics: &[String]) -> Topology {
     let policy = ReplicationPolicy::default();
+    let names = strait::naming::Mm2Topics::default();
     let heartbeat_topics: BTreeSet<String> = topics
         .iter()
-        .filter(|t| policy.is_heartbeats_topic(t))
+        .filter(|t| names.is_heartbeats_topic(&policy, t))
         .cloned()
         .collect();
     let upstream = heartbeat_topics
@@ -155,7 +156,7 @@ fn strait_topology(topics: &[String]) -> Topology {
         .collect();
     let checkpoint_topics = topics
         .iter()
-        .filter(|t| policy.is_checkpoints_topic(t))
+        .filter(|t| names.is_checkpoints_topic(t))
         .cloned()
         .collect();
     Topology {

@@ -581,7 +581,11 @@ fn repeating_records(c: &Clusters) {
         partition: Some(0),
         ..TestRecord::default()
     };
-    produce_small_batches(&a, &strait::mm2::offset_syncs_topic("b"), &[sync_record]);
+    produce_small_batches(
+        &a,
+        &strait::naming::Mm2Topics::default().offset_syncs("b"),
+        &[sync_record],
+    );
     wait_until(
         "strait to take both partitions over",
         Duration::from_secs(60),

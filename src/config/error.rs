@@ -147,6 +147,8 @@ fn mm2_name(field: &'static str) -> &'static str {
         "groups_exclude" => "groups.exclude",
         "naming" => "replication.policy.class",
         "separator" => "replication.policy.separator",
+        "internal_topic_separator" => "replication.policy.internal.topic.separator.enabled",
+        "heartbeats_topic" => "default.replication.policy.heartbeats.topic.name",
         "refresh_topics_interval" => "refresh.topics.interval.seconds",
         "refresh_groups_interval" => "refresh.groups.interval.seconds",
         "checkpoint_interval" => "emit.checkpoints.interval.seconds",

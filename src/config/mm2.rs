@@ -382,6 +382,14 @@ fn mm2_flow_naming(
         };
         prov.set.insert("separator", at);
     }
+    if let Some((value, at)) = lookup("replication.policy.internal.topic.separator.enabled") {
+        flow.mm2_topics.internal_separator = mm2_bool(file, value, &at)?;
+        prov.set.insert("internal_topic_separator", at);
+    }
+    if let Some((value, at)) = lookup("default.replication.policy.heartbeats.topic.name") {
+        flow.mm2_topics.heartbeats = value.trim().to_string();
+        prov.set.insert("heartbeats_topic", at);
+    }
     Ok(())
 }
 
@@ -616,6 +624,38 @@ mod tests {
             Some(IDENTITY_POLICY_CLASS),
         );
         assert!(e.allowed.as_deref().unwrap().contains(DEFAULT_POLICY_CLASS));
+    }
+
+    #[test]
+    fn mm2_internal_topic_names() {
+        let c = mm2_with(
+            "replication.policy.separator = _
+a->b.enabled = true
+b->a.enabled = true
+             b->a.replication.policy.internal.topic.separator.enabled = false
+             default.replication.policy.heartbeats.topic.name = mm2-heartbeats
+",
+        );
+        assert!(c.unsupported.is_empty(), "{:?}", c.unsupported);
+        let ab = c.flow("a", "b").unwrap().mm2_topic_names();
+        let ba = c.flow("b", "a").unwrap().mm2_topic_names();
+        assert_eq!(ab.checkpoints("a"), "a_checkpoints_internal");
+        assert_eq!(ba.checkpoints("b"), "b.checkpoints.internal");
+        assert_eq!(ba.offset_syncs("a"), "mm2-offset-syncs.a.internal");
+        assert_eq!(
+            (ab.heartbeats(), ba.heartbeats()),
+            ("mm2-heartbeats", "mm2-heartbeats")
+        );
+        let e = mm2_err(&format!(
+            "{MM2_BASE}a->b.enabled = true
+replication.policy.internal.topic.separator.enabled = maybe
+"
+        ));
+        assert!(
+            e.key
+                .contains("replication.policy.internal.topic.separator.enabled"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub(super) const MM2_FLOW_KEYS: &[&str] = &[
     "groups.blacklist",
     "replication.policy.class",
     "replication.policy.separator",
+    "replication.policy.internal.topic.separator.enabled",
+    "default.replication.policy.heartbeats.topic.name",
     "refresh.topics.interval.seconds",
     "refresh.groups.interval.seconds",
     "emit.checkpoints.interval.seconds",
@@ -134,10 +136,6 @@ const KEY_REASONS: &[(&[&str], &str)] = &[
     (
         &["dedicated.mode.enable.internal.rest"],
         "strait is a single process with no internal REST server (the TOML key `http` enables its status API)",
-    ),
-    (
-        &["replication.policy.internal.topic.separator.enabled"],
-        "internal topic names are not configurable",
     ),
     (&["config.providers"], PROVIDERS),
     (

@@ -96,7 +96,9 @@
 //! (all of these also globally), `A->B.enabled`,
 //! and, per flow (`A->B.<key>`) or globally (`<key>`): `topics`, `topics.exclude`
 //! (`topics.blacklist`), `groups`, `groups.exclude` (`groups.blacklist`),
-//! `replication.policy.class`, `replication.policy.separator`, `refresh.topics.interval.seconds`,
+//! `replication.policy.class`, `replication.policy.separator`,
+//! `replication.policy.internal.topic.separator.enabled`,
+//! `default.replication.policy.heartbeats.topic.name`, `refresh.topics.interval.seconds`,
 //! `refresh.groups.interval.seconds`, `emit.checkpoints.interval.seconds`,
 //! `emit.heartbeats.interval.seconds`, `emit.checkpoints.enabled`, `emit.heartbeats.enabled`,
 //! `emit.offset-syncs.enabled`, `sync.group.offsets.enabled`,
@@ -133,11 +135,14 @@ mod stores;
 mod testing;
 mod toml;
 mod toml_flow;
+mod topic_names;
 mod validate;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
+
+use crate::naming::{Mm2Topics, ReplicationPolicy, TopicPattern};
 
 // Types of the model's fields, defined beside the code that uses them.
 pub use crate::mirror::{GroupFilter, GroupFilters};
@@ -445,6 +450,33 @@ impl Default for NamingPolicy {
     }
 }
 
+/// How a flow names MirrorMaker 2's internal topics, for clusters whose naming policy refuses
+/// MM2's names (see [`Mm2Topics`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mm2TopicNames {
+    /// Whether checkpoints and offset-syncs names use the naming separator (default true;
+    /// `false` keeps `.`, MM2 `replication.policy.internal.topic.separator.enabled`).
+    pub internal_separator: bool,
+    /// The heartbeats topic (default `heartbeats`; MM2
+    /// `default.replication.policy.heartbeats.topic.name`).
+    pub heartbeats: String,
+    /// Checkpoints topics, with the source alias at `{source}` (default MM2's name).
+    pub checkpoints: Option<TopicPattern>,
+    /// Offset-syncs topics, with the target alias at `{target}` (default MM2's name).
+    pub offset_syncs: Option<TopicPattern>,
+}
+
+impl Default for Mm2TopicNames {
+    fn default() -> Mm2TopicNames {
+        Mm2TopicNames {
+            internal_separator: true,
+            heartbeats: crate::mm2::HEARTBEATS_TOPIC.to_string(),
+            checkpoints: None,
+            offset_syncs: None,
+        }
+    }
+}
+
 /// Another replicator a flow takes partitions over from (`takeover_from`): a partition with no
 /// progress record of its own starts where that replicator stopped, without copying again what
 /// it copied.
@@ -510,6 +542,8 @@ pub struct FlowConfig {
     pub groups_exclude: Vec<String>,
     /// Remote topic naming.
     pub naming: NamingPolicy,
+    /// The names of MirrorMaker 2's internal topics (heartbeats, checkpoints, offset syncs).
+    pub mm2_topics: Mm2TopicNames,
     /// How often to look for new topics and partitions (default 600 s).
     pub refresh_topics_interval: Duration,
     /// How often to look for new consumer groups (default 600 s).
@@ -592,6 +626,7 @@ impl FlowConfig {
             groups: list(DEFAULT_GROUPS),
             groups_exclude: list(DEFAULT_GROUPS_EXCLUDE),
             naming: NamingPolicy::default(),
+            mm2_topics: Mm2TopicNames::default(),
             refresh_topics_interval: Duration::from_secs(600),
             refresh_groups_interval: Duration::from_secs(600),
             checkpoint_interval: Duration::from_secs(60),
@@ -628,6 +663,30 @@ impl FlowConfig {
         self.takeover_offsets_topic
             .clone()
             .unwrap_or_else(|| format!("mm2-offsets.{}.internal", self.source))
+    }
+
+    /// The remote topic naming policy.
+    pub fn replication_policy(&self) -> ReplicationPolicy {
+        match &self.naming {
+            NamingPolicy::Default { separator } => ReplicationPolicy::Default {
+                separator: separator.clone(),
+            },
+            NamingPolicy::Identity => ReplicationPolicy::Identity,
+        }
+    }
+
+    /// The names of MirrorMaker 2's internal topics this flow writes and reads.
+    pub fn mm2_topic_names(&self) -> Mm2Topics {
+        let names = &self.mm2_topics;
+        let mut out = Mm2Topics::for_policy(&self.replication_policy(), names.internal_separator)
+            .with_heartbeats(&names.heartbeats);
+        if let Some(p) = &names.checkpoints {
+            out = out.with_checkpoints(p.clone());
+        }
+        if let Some(p) = &names.offset_syncs {
+            out = out.with_offset_syncs(p.clone());
+        }
+        out
     }
 
     /// `"source->target"`.

@@ -97,6 +97,14 @@ const MM2_TO_TOML: &[(&str, &str)] = &[
     ("replication.policy.class", "naming"),
     ("replication.policy.separator", "separator"),
     (
+        "replication.policy.internal.topic.separator.enabled",
+        "internal_topic_separator",
+    ),
+    (
+        "default.replication.policy.heartbeats.topic.name",
+        "heartbeats_topic",
+    ),
+    (
         "refresh.topics.interval.seconds",
         "refresh_topics_interval_secs",
     ),

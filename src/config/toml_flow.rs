@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::mirror::GroupFilters;
+use crate::naming::{TopicPattern, SOURCE_PLACEHOLDER, TARGET_PLACEHOLDER};
 
 use super::error::{ConfigError, FlowProv, Where};
 use super::toml::{
@@ -42,6 +43,10 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "groups_exclude",
     "naming",
     "separator",
+    "internal_topic_separator",
+    "heartbeats_topic",
+    "checkpoints_topic",
+    "offset_syncs_topic",
     "refresh_topics_interval_secs",
     "refresh_topics_interval_ms",
     "refresh_groups_interval_secs",
@@ -257,6 +262,18 @@ fn apply_flow_value(
         "mode" => flow.mode = toml_mode(file, path, v)?,
         "naming" => naming.identity = Some((toml_identity(file, path, v)?, t.layer)),
         "separator" => naming.separator = Some((toml_str(file, path, v)?.to_string(), t.layer)),
+        "internal_topic_separator" => {
+            flow.mm2_topics.internal_separator = toml_bool(file, path, v)?
+        }
+        "heartbeats_topic" => {
+            flow.mm2_topics.heartbeats = toml_str(file, path, v)?.trim().to_string()
+        }
+        "checkpoints_topic" => {
+            flow.mm2_topics.checkpoints = Some(toml_pattern(file, path, v, SOURCE_PLACEHOLDER)?)
+        }
+        "offset_syncs_topic" => {
+            flow.mm2_topics.offset_syncs = Some(toml_pattern(file, path, v, TARGET_PLACEHOLDER)?)
+        }
         "link" => flow.link = Some(toml_link(file, path, v)?),
         "prefix" => flow.prefix = toml_str(file, path, v)?.to_string(),
         "consumer_offset_group_filters" => {
@@ -321,6 +338,17 @@ fn apply_flow_duration(
         *slot = d;
     }
     Ok(base)
+}
+
+/// A topic name pattern holding `placeholder` once.
+fn toml_pattern(
+    file: &str,
+    path: &str,
+    v: &toml::Value,
+    placeholder: &str,
+) -> Result<TopicPattern, ConfigError> {
+    let s = toml_str(file, path, v)?;
+    TopicPattern::parse(s.trim(), placeholder).map_err(|e| ConfigError::new(file, path, e.0))
 }
 
 /// `mode`: `replicate` or `mirror`, in any case.
@@ -938,7 +966,7 @@ naming = "identity"
             &e,
             "x.toml",
             "flows[0].takeover_offsets_topic",
-            "not a legal topic name",
+            "has ` `: Kafka topic names use",
             None,
         );
         let e = parse_toml(

@@ -12,10 +12,11 @@ use regex::Regex;
 
 use super::error::{ConfigError, FlowProv};
 use super::security::{check_security, SaslParts};
-use super::NamingPolicy;
-use super::{
-    ClusterSettings, Config, ConfigFormat, FlowConfig, FlowMode, HttpSettings, InternalTopics,
+use super::topic_names::{
+    check_internal_topics, check_mm2_topics, check_topic_name, TOPIC_NAME_RULE,
 };
+use super::NamingPolicy;
+use super::{ClusterSettings, Config, ConfigFormat, FlowConfig, FlowMode, HttpSettings};
 
 /// What a cluster alias (or an instance group) may contain.
 pub(super) const ALIAS_RULE: &str = "letters, digits, `_` and `-`";
@@ -167,50 +168,6 @@ pub(super) fn check_timeout_ms(d: Duration) -> Result<(), String> {
 }
 
 /// Checks a replication factor: -1 (the broker's default) or 1 to `i16::MAX`.
-/// strait's own topic names on a cluster: legal Kafka topic names, different from each other,
-/// and internal by MirrorMaker 2's name rule, so that neither strait nor MirrorMaker 2 ever
-/// replicates them.
-fn check_internal_topics(t: &InternalTopics) -> Result<(), (&'static str, String)> {
-    for (field, name) in [
-        ("control_topic", &t.control),
-        ("progress_topic", &t.progress),
-    ] {
-        if name.is_empty() || name.len() > 249 || name == "." || name == ".." {
-            return Err((
-                field,
-                format!("`{name}` is not a Kafka topic name (1 to 249 characters)"),
-            ));
-        }
-        if let Some(c) = name
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-        {
-            return Err((
-                field,
-                format!(
-                    "`{name}` has `{c}`: Kafka topic names use letters, digits, `.`, `_` and `-`"
-                ),
-            ));
-        }
-        if !crate::naming::is_internal_topic(name) {
-            return Err((
-                field,
-                format!("`{name}` would be replicated by strait and MirrorMaker 2: an internal topic name ends with `.internal` or `-internal` (or starts with `__` or `.`)"),
-            ));
-        }
-    }
-    if t.control == t.progress {
-        return Err((
-            "progress_topic",
-            format!(
-                "`{}` is the control topic too: give the two different names",
-                t.progress
-            ),
-        ));
-    }
-    Ok(())
-}
-
 pub(super) fn check_replication_factor(n: i64) -> Result<i16, String> {
     if n == -1 || (1..=i16::MAX as i64).contains(&n) {
         Ok(n as i16)
@@ -342,6 +299,7 @@ fn validate_flow(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<(), C
     check_fetch_sizes(file, flow, prov)?;
     check_offset_syncs(file, flow, prov)?;
     check_mirror(file, flow, prov)?;
+    check_mm2_topics(file, flow, prov)?;
     check_takeover(file, flow, prov)
 }
 
@@ -371,18 +329,11 @@ fn check_takeover(file: &str, flow: &FlowConfig, prov: &FlowProv) -> Result<(), 
             .allowed("takeover_from = \"mm2\" in the same flow (or in [defaults])"));
     }
     if let Some(topic) = &flow.takeover_offsets_topic {
-        let legal = !topic.is_empty()
-            && topic.len() <= 249
-            && topic != "."
-            && topic != ".."
-            && topic
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-        if !legal {
+        if let Err(problem) = check_topic_name(topic) {
             return Err(prov
                 .at("takeover_offsets_topic")
-                .error(file, format!("`{topic}` is not a legal topic name"))
-                .allowed("1 to 249 characters of a-z, A-Z, 0-9, `.`, `_`, `-`"));
+                .error(file, problem)
+                .allowed(TOPIC_NAME_RULE));
         }
     }
     Ok(())

@@ -247,8 +247,9 @@ pub struct GroupOffset {
     pub offset: i64,
 }
 
-/// The translated offsets of `group` on the target (from the checkpoints stored there; reads
-/// only the target cluster).
+/// The translated offsets of `group` on the target (from the checkpoints stored there, in the
+/// checkpoints topic the flow `source->target` names, MirrorMaker 2's name without such a flow;
+/// reads only the target cluster).
 pub async fn translated_offsets(
     config: &Config,
     source: &str,
@@ -258,7 +259,14 @@ pub async fn translated_offsets(
     super::cluster_settings(config, source).map_err(|e| AdminError::NotFound(e.to_string()))?;
     super::cluster_settings(config, target).map_err(|e| AdminError::NotFound(e.to_string()))?;
     let cluster = super::connect_once(config, target).await?;
-    let offsets: Vec<GroupOffset> = groups::read_checkpoints(&cluster, source)
+    let topic = config
+        .flows
+        .iter()
+        .find(|f| f.source == source && f.target == target)
+        .map(|f| f.mm2_topic_names())
+        .unwrap_or_default()
+        .checkpoints(source);
+    let offsets: Vec<GroupOffset> = groups::read_checkpoints(&cluster, &topic)
         .await?
         .into_values()
         .filter(|c| c.consumer_group_id == group)

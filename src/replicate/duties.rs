@@ -25,7 +25,7 @@ use crate::config::FlowConfig;
 use crate::error::{Error, Result};
 use crate::filter::{group_should_sync, NameFilter};
 use crate::mm2;
-use crate::naming::ReplicationPolicy;
+use crate::naming::{Mm2Topics, ReplicationPolicy};
 use crate::observe::{Observer, Side};
 use crate::offsets::{OffsetMap, Translation};
 use crate::Shutdown;
@@ -40,6 +40,8 @@ pub struct Duties {
     reverse_configured: bool,
     replication_factor: i16,
     policy: ReplicationPolicy,
+    /// The names of MirrorMaker 2's topics.
+    mm2: Mm2Topics,
     ownership: Option<Arc<Ownership>>,
     obs: Arc<Observer>,
     positions: PositionsHandle,
@@ -65,6 +67,7 @@ impl Duties {
         obs: Arc<Observer>,
         positions: PositionsHandle,
     ) -> Duties {
+        let mm2 = cfg.mm2_topic_names();
         Duties {
             cfg,
             source,
@@ -72,6 +75,7 @@ impl Duties {
             reverse_configured,
             replication_factor,
             policy,
+            mm2,
             ownership,
             obs,
             positions,
@@ -225,7 +229,8 @@ impl Duties {
 
     /// Reads the checkpoints written before; `false` (logged) if the target did not answer.
     async fn load_checkpoints(&mut self) -> bool {
-        match groups::read_checkpoints(&self.target, self.source.name()).await {
+        let topic = self.mm2.checkpoints(self.source.name());
+        match groups::read_checkpoints(&self.target, &topic).await {
             Ok(all) => {
                 for ((g, t, p), c) in all {
                     self.checkpointed
@@ -242,9 +247,10 @@ impl Duties {
     }
 
     async fn heartbeat(&self) -> Result<()> {
-        write_heartbeat(&self.target, self.source.name(), self.target.name()).await?;
+        let topic = self.mm2.heartbeats();
+        write_heartbeat(&self.target, topic, self.source.name(), self.target.name()).await?;
         if !self.reverse_configured {
-            write_heartbeat(&self.source, self.target.name(), self.source.name()).await?;
+            write_heartbeat(&self.source, topic, self.target.name(), self.source.name()).await?;
         }
         Ok(())
     }
@@ -323,7 +329,8 @@ impl Duties {
             return Ok(()); // the lease ran out or the duties moved during the pass
         }
         if self.cfg.emit_checkpoints {
-            groups::write_checkpoints(&self.target, &src, &checkpoints, self.replication_factor)
+            let topic = self.mm2.checkpoints(&src);
+            groups::write_checkpoints(&self.target, &topic, &checkpoints, self.replication_factor)
                 .await?;
         }
         if self.cfg.sync_group_offsets {
@@ -404,8 +411,9 @@ impl Duties {
     }
 }
 
-/// Writes one MirrorMaker 2 heartbeat `source -> target` into `cluster`'s heartbeats topic.
-async fn write_heartbeat(cluster: &Cluster, source: &str, target: &str) -> Result<()> {
+/// Writes one MirrorMaker 2 heartbeat `source -> target` into `cluster`'s heartbeats topic
+/// `topic`.
+async fn write_heartbeat(cluster: &Cluster, topic: &str, source: &str, target: &str) -> Result<()> {
     let hb = mm2::Heartbeat {
         source_cluster_alias: source.to_string(),
         target_cluster_alias: target.to_string(),
@@ -417,7 +425,7 @@ async fn write_heartbeat(cluster: &Cluster, source: &str, target: &str) -> Resul
     );
     store::append_once(
         cluster,
-        mm2::HEARTBEATS_TOPIC,
+        topic,
         0,
         &[(key, Some(bytes::Bytes::from(hb.encode_value())))],
     )

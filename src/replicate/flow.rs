@@ -43,13 +43,13 @@ use super::status::{FlowStatus, MemberStatus, MirrorStatus};
 use super::store;
 use crate::assignment::WorkItem;
 use crate::client::{Cluster, FetchRead, LATEST};
-use crate::config::{FlowConfig, FlowMode, NamingPolicy};
+use crate::config::{FlowConfig, FlowMode};
 use crate::error::{Error, Result};
 use crate::filter::{topic_should_replicate, NameFilter, TopicDecision};
 use crate::forward::ProducerIdentity;
 use crate::mirror::{MirrorRecord, MirrorState, OffsetsMode};
 use crate::mm2;
-use crate::naming::{MirrorHop, ReplicationPolicy};
+use crate::naming::{MirrorHop, Mm2Topics, ReplicationPolicy};
 use crate::observe::{Observer, Side};
 use crate::protocol::error_code;
 use crate::protocol::fetch::FetchedPartition;
@@ -93,6 +93,8 @@ pub struct Flow {
     reverse_configured: bool,
     replication_factor: i16,
     policy: ReplicationPolicy,
+    /// The names of MirrorMaker 2's topics.
+    mm2: Mm2Topics,
     /// The data pump's commands and events.
     pump: PumpHandle,
     /// The pump's ends, until [`Flow::run`] starts it.
@@ -223,12 +225,8 @@ impl Flow {
         replication_factor: i16,
         status: watch::Sender<FlowStatus>,
     ) -> Flow {
-        let policy = match &cfg.naming {
-            NamingPolicy::Default { separator } => ReplicationPolicy::Default {
-                separator: separator.clone(),
-            },
-            NamingPolicy::Identity => ReplicationPolicy::Identity,
-        };
+        let policy = cfg.replication_policy();
+        let mm2 = cfg.mm2_topic_names();
         let topic_lists = Lists {
             include: cfg.topics.clone(),
             exclude: cfg.topics_exclude.clone(),
@@ -255,6 +253,7 @@ impl Flow {
             reverse_configured,
             replication_factor,
             policy,
+            mm2,
             pump,
             pump_ends: Some(pump_ends),
             stored_progress: HashMap::new(),
@@ -662,23 +661,16 @@ impl Flow {
             self.mirror_read_control().await?;
         }
         if self.cfg.emit_heartbeats && self.mm2_records() {
-            store::ensure_compacted_topic(
-                &self.target,
-                mm2::HEARTBEATS_TOPIC,
-                self.replication_factor,
-            )
-            .await?;
-            if !self.reverse_configured {
-                store::ensure_compacted_topic(
-                    &self.source,
-                    mm2::HEARTBEATS_TOPIC,
-                    self.replication_factor,
-                )
+            let heartbeats = self.mm2.heartbeats();
+            store::ensure_compacted_topic(&self.target, heartbeats, self.replication_factor)
                 .await?;
+            if !self.reverse_configured {
+                store::ensure_compacted_topic(&self.source, heartbeats, self.replication_factor)
+                    .await?;
             }
         }
         if self.cfg.emit_offset_syncs && self.mm2_records() {
-            let t = mm2::offset_syncs_topic(self.target.name());
+            let t = self.mm2.offset_syncs(self.target.name());
             store::ensure_compacted_topic(&self.target, &t, self.replication_factor).await?;
         }
         Ok(())

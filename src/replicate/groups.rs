@@ -13,7 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::store;
 use crate::client::Cluster;
 use crate::error::{Error, Result};
-use crate::mm2::{self, Checkpoint};
+use crate::mm2::Checkpoint;
 use crate::protocol::error_code;
 
 /// A group's committed offset for one partition.
@@ -118,18 +118,18 @@ pub async fn commit(cluster: &Cluster, group: &str, offsets: &[(String, i32, i64
     cluster.offset_commit(group, req).await
 }
 
-/// Appends checkpoints to `<source>.checkpoints.internal` on the target.
+/// Appends checkpoints to the checkpoints topic `topic` on the target (MM2's
+/// `<source>.checkpoints.internal` by default).
 pub async fn write_checkpoints(
     target: &Cluster,
-    source_alias: &str,
+    topic: &str,
     checkpoints: &[Checkpoint],
     replication_factor: i16,
 ) -> Result<()> {
     if checkpoints.is_empty() {
         return Ok(());
     }
-    let topic = mm2::checkpoints_topic(source_alias);
-    store::ensure_compacted_topic(target, &topic, replication_factor).await?;
+    store::ensure_compacted_topic(target, topic, replication_factor).await?;
     let mut records = Vec::with_capacity(checkpoints.len());
     for c in checkpoints {
         let key = c.encode_key().map_err(|e| {
@@ -140,19 +140,18 @@ pub async fn write_checkpoints(
         })?;
         records.push((Bytes::from(key), Some(Bytes::from(value))));
     }
-    store::append_once(target, &topic, 0, &records).await?;
+    store::append_once(target, topic, 0, &records).await?;
     Ok(())
 }
 
-/// The latest checkpoint of every (group, topic, partition) stored on the target for flows
-/// from `source_alias`. Reads only the target cluster.
+/// The latest checkpoint of every (group, topic, partition) in the checkpoints topic `topic`
+/// on the target. Reads only the target cluster.
 pub async fn read_checkpoints(
     target: &Cluster,
-    source_alias: &str,
+    topic: &str,
 ) -> Result<BTreeMap<(String, String, i32), Checkpoint>> {
-    let topic = mm2::checkpoints_topic(source_alias);
     let mut out = BTreeMap::new();
-    for (k, v) in store::read_latest(target, &topic).await? {
+    for (k, v) in store::read_latest(target, topic).await? {
         match Checkpoint::decode(&k, &v) {
             Ok(c) => {
                 out.insert(

@@ -36,7 +36,7 @@ use std::collections::HashMap;
 use crate::client::{Cluster, FetchRead, EARLIEST, LATEST};
 use crate::error::{Error, Result};
 use crate::forward::SourceOffsets;
-use crate::mm2::{offset_syncs_topic, OffsetSync};
+use crate::mm2::OffsetSync;
 use crate::offsets::OffsetMap;
 use crate::protocol::fetch::READ_UNCOMMITTED;
 use crate::records::legacy::decode_legacy;
@@ -308,6 +308,8 @@ pub struct Partition<'a> {
     pub map_records: u64,
     /// The largest Fetch answer to ask for.
     pub fetch_max_bytes: i32,
+    /// MirrorMaker 2's offset-syncs topic (it wrote them on the source, or on the target).
+    pub offset_syncs_topic: &'a str,
 }
 
 /// Works out where strait continues a partition MirrorMaker 2 replicated (see the module
@@ -396,7 +398,7 @@ async fn tail_length(
         ))),
         [one] => Ok(Ok(*one)),
         several => {
-            let syncs = read_syncs(source, target, p.topic, p.partition).await?;
+            let syncs = read_syncs(source, target, &p).await?;
             Ok(choose(several, &text.offsets, &pattern.offsets, &syncs).ok_or_else(|| {
                 format!(
                     "the source records from offset {committed} repeat, so the remote partition's last records match them at {} different points ({} records copied beyond the committed offset or fewer), and MirrorMaker 2's offset syncs do not single one out",
@@ -450,16 +452,15 @@ fn map_of(pairs: &[(i64, i64)]) -> std::result::Result<OffsetMap, crate::offsets
 async fn read_syncs(
     source: &Cluster,
     target: &Cluster,
-    topic: &str,
-    partition: i32,
+    p: &Partition<'_>,
 ) -> Result<Vec<(i64, i64)>> {
-    let name = offset_syncs_topic(target.name());
+    let (name, topic, partition) = (p.offset_syncs_topic, p.topic, p.partition);
     let mut out = Vec::new();
     for cluster in [source, target] {
-        if cluster.topic(&name).await?.is_none() {
+        if cluster.topic(name).await?.is_none() {
             continue;
         }
-        for (_, _, k, v) in store::read_all(cluster, &name, 0).await? {
+        for (_, _, k, v) in store::read_all(cluster, name, 0).await? {
             let (Some(k), Some(v)) = (k, v) else { continue };
             if let Ok(s) = OffsetSync::decode(&k, &v) {
                 if s.topic == topic && s.partition == partition {

@@ -29,10 +29,10 @@ use super::membership::Ownership;
 use super::mirrors;
 use crate::client::admin::acl;
 use crate::client::{AclBinding, Cluster, ConfigOp};
-use crate::config::{FlowConfig, FlowMode, NamingPolicy};
+use crate::config::{FlowConfig, FlowMode};
 use crate::error::{Error, ErrorKind, Result};
 use crate::filter::{topic_should_replicate, NameFilter};
-use crate::naming::ReplicationPolicy;
+use crate::naming::{Mm2Topics, ReplicationPolicy};
 use crate::observe::Observer;
 use crate::protocol::error_code;
 use crate::Shutdown;
@@ -127,6 +127,7 @@ pub struct TopicSync {
     source: Arc<Cluster>,
     target: Arc<Cluster>,
     policy: ReplicationPolicy,
+    mm2: Mm2Topics,
     ownership: Option<Arc<Ownership>>,
     obs: Arc<Observer>,
     /// What was reported once: a cluster without an authorizer, or without an API.
@@ -147,17 +148,12 @@ impl TopicSync {
         if !(cfg.sync_topic_configs || cfg.sync_topic_acls) {
             return None;
         }
-        let policy = match &cfg.naming {
-            NamingPolicy::Default { separator } => ReplicationPolicy::Default {
-                separator: separator.clone(),
-            },
-            NamingPolicy::Identity => ReplicationPolicy::Identity,
-        };
         Some(TopicSync {
+            policy: cfg.replication_policy(),
+            mm2: cfg.mm2_topic_names(),
             cfg,
             source,
             target,
-            policy,
             ownership,
             obs,
             reported: BTreeSet::new(),
@@ -259,7 +255,8 @@ impl TopicSync {
 
     /// Whether the flow replicates a source topic of this name (as the data path decides).
     fn replicates(&self, filter: &NameFilter, topic: &str) -> bool {
-        topic_should_replicate(filter, &self.policy, topic, self.target.name()).replicate()
+        let (policy, mm2) = (&self.policy, &self.mm2);
+        topic_should_replicate(filter, policy, mm2, topic, self.target.name()).replicate()
             && self
                 .live_mirrors
                 .as_ref()

@@ -85,7 +85,7 @@ impl Flow {
         if records.is_empty() {
             return Ok(());
         }
-        let topic = mm2::offset_syncs_topic(self.target.name());
+        let topic = self.mm2.offset_syncs(self.target.name());
         store::append_once(&self.target, &topic, 0, &records).await?;
         self.pump.send(Command::Synced(changed));
         Ok(())

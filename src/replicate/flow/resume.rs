@@ -116,6 +116,7 @@ impl Flow {
             target_end,
             map_records: self.cfg.takeover_map_records,
             fetch_max_bytes: self.cfg.fetch_max_bytes,
+            offset_syncs_topic: &self.mm2.offset_syncs(self.target.name()),
         };
         let map = match takeover::take_over(&self.source, &self.target, p).await? {
             Outcome::Fresh => {
@@ -443,7 +444,7 @@ impl Flow {
 
     /// `start` with whether its source topic is a heartbeats topic filled in.
     pub(super) fn part_start(&self, mut start: PartStart) -> PartStart {
-        start.heartbeats = self.policy.is_heartbeats_topic(&start.topic);
+        start.heartbeats = self.mm2.is_heartbeats_topic(&self.policy, &start.topic);
         start
     }
 

@@ -44,7 +44,7 @@ impl Flow {
             if t.error_code != error_code::NONE || t.is_internal {
                 continue;
             }
-            let decision = topic_should_replicate(&filter, &self.policy, &t.name, &dst);
+            let decision = topic_should_replicate(&filter, &self.policy, &self.mm2, &t.name, &dst);
             let mirror_ok = match &self.mirror {
                 None => true,
                 // Mirror flows copy only the selected topics, never one whose mirror ended, and

@@ -16,6 +16,12 @@ use std::collections::HashSet;
 
 use crate::mm2::HEARTBEATS_TOPIC;
 
+mod mm2_topics;
+
+pub use mm2_topics::{
+    Mm2Topics, PatternError, TopicPattern, SOURCE_PLACEHOLDER, TARGET_PLACEHOLDER,
+};
+
 /// MM2's default separator between a source alias and the upstream topic name.
 pub(crate) const DEFAULT_SEPARATOR: &str = ".";
 
@@ -24,9 +30,9 @@ pub(crate) const DEFAULT_SEPARATOR: &str = ".";
 pub enum ReplicationPolicy {
     /// MM2's `DefaultReplicationPolicy`: the remote topic is `<source><separator><topic>`.
     ///
-    /// MM2's internal topics (checkpoints, offset syncs) use the same separator, as MM2 does by
-    /// default (`replication.policy.internal.topic.separator.enabled = true`). An empty separator
-    /// can format names but never parses any name as remote.
+    /// MM2's internal topics (checkpoints, offset syncs) use the same separator by default (see
+    /// [`Mm2Topics::for_policy`]). An empty separator can format names but never parses any
+    /// name as remote.
     Default {
         /// The separator (MM2's `replication.policy.separator`, default `.`).
         separator: String,
@@ -136,51 +142,6 @@ impl ReplicationPolicy {
         false
     }
 
-    /// Name of the heartbeats topic MM2's heartbeat connector writes to.
-    pub fn heartbeats_topic(&self) -> &'static str {
-        HEARTBEATS_TOPIC
-    }
-
-    /// Whether `topic` is a heartbeats topic: `heartbeats` or a replica of one at any number of
-    /// hops, such as `A.heartbeats` or `B.A.heartbeats` (MM2's `isHeartbeatsTopic`: the
-    /// original topic is `heartbeats`).
-    pub fn is_heartbeats_topic(&self, topic: &str) -> bool {
-        self.original_topic(topic) == HEARTBEATS_TOPIC
-    }
-
-    /// Name of the checkpoints topic on the target cluster for groups of the cluster
-    /// `source_alias`: `<source><sep>checkpoints<sep>internal` (MM2's `checkpointsTopic`).
-    pub fn checkpoints_topic(&self, source_alias: &str) -> String {
-        let sep = self.separator();
-        format!("{source_alias}{sep}checkpoints{sep}internal")
-    }
-
-    /// Name of the offset-syncs topic for replication towards `target_alias`:
-    /// `mm2-offset-syncs<sep><target><sep>internal` (MM2's `offsetSyncsTopic`).
-    pub fn offset_syncs_topic(&self, target_alias: &str) -> String {
-        let sep = self.separator();
-        format!("mm2-offset-syncs{sep}{target_alias}{sep}internal")
-    }
-
-    /// Whether `topic` is a checkpoints topic (ends with `<sep>checkpoints<sep>internal`).
-    pub fn is_checkpoints_topic(&self, topic: &str) -> bool {
-        let sep = self.separator();
-        topic.ends_with(&format!("{sep}checkpoints{sep}internal"))
-    }
-
-    /// Whether `topic` is one of MM2's own internal topics (ends with `<sep>internal`).
-    pub fn is_mm2_internal_topic(&self, topic: &str) -> bool {
-        let sep = self.separator();
-        topic.ends_with(&format!("{sep}internal"))
-    }
-
-    /// Whether `topic` must never be replicated: the rules of [`is_internal_topic`] plus
-    /// [`is_mm2_internal_topic`](Self::is_mm2_internal_topic) for this policy's separator (MM2's
-    /// `isInternalTopic`).
-    pub fn is_internal_topic(&self, topic: &str) -> bool {
-        is_internal_topic(topic) || self.is_mm2_internal_topic(topic)
-    }
-
     /// The topic name a checkpoint written to `target_alias` carries for a group's offsets in
     /// `topic` on `source_alias` (MM2 `MirrorCheckpointTask.renameTopicPartition`): a topic that
     /// came from the target gets its original name back (`B.x` on `A` checkpoints as `x` on
@@ -214,18 +175,12 @@ impl ReplicationPolicy {
 /// starting with `__` (`__consumer_offsets`, `__transaction_state`) or `.`, or ending with
 /// `.internal` or `-internal` (Connect's and MM2's own topics, including checkpoints and offset
 /// syncs). Heartbeats topics are not internal: they are replicated. Use
-/// [`ReplicationPolicy::is_internal_topic`] when a custom separator is configured.
+/// [`Mm2Topics::is_internal_topic`] for a flow's own naming.
 pub fn is_internal_topic(topic: &str) -> bool {
     topic.starts_with("__")
         || topic.starts_with('.')
         || topic.ends_with(".internal")
         || topic.ends_with("-internal")
-}
-
-/// Whether `topic` is a heartbeats topic under `policy`: `heartbeats`, `A.heartbeats`,
-/// `B.A.heartbeats`, ... (see [`ReplicationPolicy::is_heartbeats_topic`]).
-pub fn is_heartbeats_topic(policy: &ReplicationPolicy, topic: &str) -> bool {
-    policy.is_heartbeats_topic(topic)
 }
 
 /// MM2's `IdentityReplicationPolicy` treats any name ending in the heartbeats topic name as a
@@ -593,98 +548,6 @@ mod tests {
         assert!(mirror_would_cycle(&two, "S", "T", "p.q.x"));
         assert!(!mirror_would_cycle(&two, "S", "T", "p.x"));
         assert!(!mirror_would_cycle(&[], "S", "T", "p.x"));
-    }
-
-    #[test]
-    fn internal_topics() {
-        let internal = [
-            "__consumer_offsets",
-            "__transaction_state",
-            "__anything",
-            ".hidden",
-            "connect-offsets-internal",
-            "mm2-configs.B.internal",
-            "A.checkpoints.internal",
-            "mm2-offset-syncs.B.internal",
-            "x.internal",
-        ];
-        let not_internal = [
-            "heartbeats",
-            "A.heartbeats",
-            "orders",
-            "A.orders",
-            "_single_underscore",
-            "internal",
-            "x_internal",
-            "internal.x",
-            "x.replica",
-        ];
-        for t in internal {
-            assert!(is_internal_topic(t), "{t}");
-            assert!(dot().is_internal_topic(t), "{t}");
-            assert!(ReplicationPolicy::Identity.is_internal_topic(t), "{t}");
-        }
-        for t in not_internal {
-            assert!(!is_internal_topic(t), "{t}");
-            assert!(!dot().is_internal_topic(t), "{t}");
-        }
-        // A custom separator also makes `<sep>internal` names internal (MM2 isMM2InternalTopic).
-        assert!(sep("_").is_internal_topic("x_internal"));
-        assert!(sep("_").is_internal_topic("A_checkpoints_internal"));
-        assert!(!is_internal_topic("A_checkpoints_internal"));
-    }
-
-    #[test]
-    fn internal_topic_names() {
-        assert_eq!(dot().checkpoints_topic("A"), "A.checkpoints.internal");
-        assert_eq!(dot().offset_syncs_topic("B"), "mm2-offset-syncs.B.internal");
-        assert_eq!(sep("_").checkpoints_topic("A"), "A_checkpoints_internal");
-        assert_eq!(
-            sep("_").offset_syncs_topic("B"),
-            "mm2-offset-syncs_B_internal"
-        );
-        assert_eq!(
-            dot().checkpoints_topic("A"),
-            crate::mm2::checkpoints_topic("A")
-        );
-        assert_eq!(
-            dot().offset_syncs_topic("B"),
-            crate::mm2::offset_syncs_topic("B")
-        );
-        assert!(dot().is_checkpoints_topic("A.checkpoints.internal"));
-        assert!(!dot().is_checkpoints_topic("A.checkpoints"));
-        assert!(sep("_").is_checkpoints_topic("A_checkpoints_internal"));
-        assert!(dot().is_mm2_internal_topic("mm2-offset-syncs.B.internal"));
-        assert!(!dot().is_mm2_internal_topic("connect-internal"));
-        assert_eq!(dot().heartbeats_topic(), "heartbeats");
-    }
-
-    #[test]
-    fn heartbeats_topics() {
-        let yes = [
-            "heartbeats",
-            "A.heartbeats",
-            "B.A.heartbeats",
-            "x.y.z.heartbeats",
-        ];
-        let no = [
-            "heartbeat",
-            "myheartbeats",
-            "A.myheartbeats",
-            "heartbeats.A",
-            "A.heartbeats.x",
-            "heartbeats.",
-        ];
-        for policy in [dot(), ReplicationPolicy::Identity] {
-            for t in yes {
-                assert!(is_heartbeats_topic(&policy, t), "{policy:?} {t}");
-            }
-            for t in no {
-                assert!(!is_heartbeats_topic(&policy, t), "{policy:?} {t}");
-            }
-        }
-        assert!(is_heartbeats_topic(&sep("_"), "B_A_heartbeats"));
-        assert!(!is_heartbeats_topic(&sep("_"), "A.heartbeats"));
     }
 
     #[test]
