@@ -193,9 +193,12 @@ fn stored(alias: &str, bootstrap: &str, source: &str) -> Stored {
             maps: store::read_progress(&c, source)
                 .await
                 .expect("progress records"),
-            checkpoints: groups::read_checkpoints(&c, source)
-                .await
-                .expect("checkpoints"),
+            checkpoints: groups::read_checkpoints(
+                &c,
+                &strait::naming::Mm2Topics::default().checkpoints(source),
+            )
+            .await
+            .expect("checkpoints"),
         }
     })
 }
@@ -664,4 +667,141 @@ fn mm2_checkpoints_read_by_strait(java: &JavaProgram, config: &Path, c: &KafkaCl
             .collect();
         assert_eq!(theirs, want, "translateOffsets --group {group:?}");
     }
+}
+
+/// Runs `RemoteClusterCheck report` with MirrorMaker 2 client settings `props`
+/// (`key=value,...`).
+fn report_with(
+    java: &JavaProgram,
+    bootstrap: &str,
+    remote_alias: &str,
+    groups: &[&str],
+    props: &str,
+) -> Report {
+    let out = java.run(
+        &[
+            "report",
+            bootstrap,
+            remote_alias,
+            &groups.join(","),
+            ALIASES,
+            props,
+        ],
+        "",
+    );
+    parse_report(&out)
+}
+
+/// KIP-690: under a custom separator MirrorMaker 2 (3.0 and later) names its checkpoints and
+/// offset-syncs topics with it (`a_checkpoints_internal`, `mm2-offset-syncs_b_internal`).
+/// strait writes them there, and MirrorMaker 2's own client, given the same separator, finds
+/// the upstream cluster, decodes every record and translates a group's offsets as strait does.
+#[test]
+fn mirrormaker2_code_reads_strait_under_a_custom_separator() {
+    let java = java::compile("RemoteClusterCheck");
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| start_kafka("a"));
+        let b = s.spawn(|| start_kafka("b"));
+        let join = |h: std::thread::ScopedJoinHandle<'_, KafkaCluster>| {
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+        };
+        (join(a), join(b))
+    });
+    create_topic(&a.bootstrap(), TOPIC, PARTITIONS);
+    let records: Vec<support::TestRecord> = (0..300)
+        .map(|i| support::TestRecord {
+            value: Some(format!("order {i}").into_bytes()),
+            partition: Some(i % PARTITIONS),
+            ..support::TestRecord::kv(format!("k{i}"), "")
+        })
+        .collect();
+    support::produce_records(&a.bootstrap(), TOPIC, &records, support::Codec::None);
+    let committed: BTreeMap<i32, i64> = (0..PARTITIONS).map(|p| (p, 10 + 7 * p as i64)).collect();
+    commit(&a.bootstrap(), "sep.group", &committed, "on a");
+
+    let dir = std::env::temp_dir().join(topic_name("mm2-separator"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("sep.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[clusters.a]\nbootstrap_servers = \"{}\"\n[clusters.b]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\ntopics = [\"orders\"]\nseparator = \"_\"\n\
+             refresh_topics_interval_secs = 1\nrefresh_groups_interval_secs = 1\ncheckpoint_interval_secs = 1\n",
+            a.bootstrap(),
+            b.bootstrap()
+        ),
+    )
+    .expect("config");
+    let run = StraitRun::start_with(&config, &dir.join("run.log"), "info");
+    let want: BTreeMap<(String, i32), i64> = committed
+        .iter()
+        .map(|(p, o)| (("a_orders".to_string(), *p), *o))
+        .collect();
+    wait_until(
+        "sep.group translated and a's heartbeats on b",
+        Duration::from_secs(90),
+        &run,
+        || {
+            strait_offsets(&config, "a", "b", "sep.group").as_ref() == Some(&want)
+                && partition_count(&b.bootstrap(), "a_heartbeats") > 0
+        },
+    );
+    let r = report_with(
+        &java,
+        &b.bootstrap(),
+        "a",
+        &["sep.group"],
+        "replication.policy.separator=_",
+    );
+    assert_eq!(r.upstream, BTreeSet::from(["a".to_string()]));
+    assert_eq!(r.hops["a"], 1);
+    assert_eq!(
+        r.checkpoint_topics,
+        BTreeSet::from(["a_checkpoints_internal".to_string()])
+    );
+    assert!(r.heartbeat_topics.contains("a_heartbeats"), "{r:?}");
+    let translated: BTreeMap<(String, i32), i64> = r
+        .offsets
+        .iter()
+        .filter(|((g, _, _), _)| g == "sep.group")
+        .map(|((_, t, p), (o, _))| ((t.clone(), *p), *o))
+        .collect();
+    assert_eq!(translated, want, "MirrorMaker 2's translateOffsets");
+    assert!(r.offset_syncs.iter().any(|s| s.1 == TOPIC), "{r:?}");
+    assert!(
+        r.offset_syncs
+            .iter()
+            .all(|s| s.0 == "mm2-offset-syncs_b_internal" && (s.1 == TOPIC || s.1 == "heartbeats")),
+        "{:?}",
+        r.offset_syncs
+    );
+    assert!(
+        r.checkpoints.iter().any(|c| c.1 == "sep.group"),
+        "{:?}",
+        r.checkpoints
+    );
+    assert!(
+        r.undecodable.values().all(|n| *n == 0),
+        "{:?}",
+        r.undecodable
+    );
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", b.bootstrap())
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("consumer");
+    let topics_b: Vec<String> = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("metadata")
+        .topics()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    assert!(
+        !topics_b
+            .iter()
+            .any(|t| t.ends_with(".checkpoints.internal") || t.starts_with("mm2-offset-syncs.")),
+        "a name with `.` where MirrorMaker 2 uses `_`: {topics_b:?}"
+    );
 }

@@ -4,7 +4,9 @@
 // kafka-clients) and run with `java -cp`. It prints its answers one per line, fields separated by
 // tabs, so the test can compare them with strait's own:
 //
-//   report BOOTSTRAP REMOTE_ALIAS GROUPS ALIASES   (GROUPS, ALIASES: comma-separated)
+//   report BOOTSTRAP REMOTE_ALIAS GROUPS ALIASES [PROPS]   (GROUPS, ALIASES: comma-separated;
+//     PROPS: comma-separated key=value settings of the MirrorMaker 2 client, e.g.
+//     replication.policy.separator=_)
 //     upstream      ALIAS                           RemoteClusterUtils.upstreamClusters
 //     hops          ALIAS N                         RemoteClusterUtils.replicationHops
 //     checkpoints   TOPIC                           RemoteClusterUtils.checkpointTopics
@@ -61,8 +63,8 @@ public final class RemoteClusterCheck {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
     public static void main(String[] args) throws Exception {
-        if (args.length == 5 && args[0].equals("report")) {
-            report(args[1], args[2], list(args[3]), list(args[4]));
+        if ((args.length == 5 || args.length == 6) && args[0].equals("report")) {
+            report(args[1], args[2], list(args[3]), list(args[4]), args.length == 6 ? args[5] : "");
         } else if (args.length == 3 && args[0].equals("write-checkpoints")) {
             writeCheckpoints(args[1], args[2]);
         } else {
@@ -92,10 +94,14 @@ public final class RemoteClusterCheck {
         System.out.println(b);
     }
 
-    private static void report(String bootstrap, String remoteAlias, List<String> groups, List<String> aliases)
-            throws Exception {
+    private static void report(String bootstrap, String remoteAlias, List<String> groups, List<String> aliases,
+            String settings) throws Exception {
         Map<String, Object> props = new HashMap<>();
         props.put("bootstrap.servers", bootstrap);
+        for (String setting : list(settings)) {
+            String[] kv = setting.split("=", 2);
+            props.put(kv[0], kv.length == 2 ? kv[1] : "");
+        }
         for (String alias : new TreeSet<>(RemoteClusterUtils.upstreamClusters(props))) {
             line("upstream", alias);
         }
@@ -121,7 +127,9 @@ public final class RemoteClusterCheck {
                 line("offset", group, tp.topic(), tp.partition(), offsets.get(tp).offset(), offsets.get(tp).metadata());
             }
         }
-        try (Admin admin = Admin.create(props)) {
+        Map<String, Object> adminProps = new HashMap<>();
+        adminProps.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(adminProps)) {
             Set<String> all = new TreeSet<>(admin.listTopics().names().get());
             for (String topic : heartbeatTopics) {
                 Set<String> pairs = new TreeSet<>();
@@ -132,7 +140,7 @@ public final class RemoteClusterCheck {
                 }
             }
             for (String topic : all) {
-                if (topic.startsWith("mm2-offset-syncs.") && topic.endsWith(".internal")) {
+                if (topic.startsWith("mm2-offset-syncs") && topic.endsWith("internal")) {
                     decodeAll(bootstrap, topic, OffsetSync::deserializeRecord,
                         s -> line("offset-sync", topic, s.topicPartition().topic(), s.topicPartition().partition(),
                             s.upstreamOffset(), s.downstreamOffset()));
