@@ -517,6 +517,42 @@ fn mirror_verbs_through_the_write_api() {
             "{verb}: {answer}"
         );
     }
+    // A flow back that does not select the topic: refused through the CLI with one line
+    // naming the flow and its lists, nothing stored (the mirror goes on below).
+    let back = dir.join("back.toml");
+    std::fs::write(
+        &back,
+        format!(
+            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n\
+             [[flows]]\nsource = \"west\"\ntarget = \"east\"\nmode = \"mirror\"\nlink = \"west-link\"\ntopics = [\"orders\"]\n\
+             [[flows]]\nsource = \"east\"\ntarget = \"west\"\nmode = \"mirror\"\nlink = \"east-link\"\ntopics = [\"other\"]\n",
+            west.bootstrap(),
+            east.bootstrap()
+        ),
+    )
+    .expect("back config");
+    let c = back.to_string_lossy();
+    let out = support::cli::strait_out(
+        &[
+            "mirror",
+            "reverse-and-start",
+            "--config",
+            &c,
+            "--link",
+            "west-link",
+            "--topic",
+            "orders",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the mirror flow east->west does not select it")
+            && err.contains("other")
+            && err.trim().lines().count() == 1,
+        "{err}"
+    );
     let (code, answer) = http(port, "POST", &format!("{base}/failover"), Some(WRITE), None);
     assert_eq!(code, 202, "{answer}");
     wait(
