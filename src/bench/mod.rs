@@ -616,6 +616,7 @@ async fn latency_phase(
         produced: paced.produced,
         records_seen: paced.seen,
         latency: paced.latency,
+        source_latency: paced.source_latency,
         machine_busy: paced.machine_busy,
         fresh_brokers: false,
         direct: None,
@@ -644,6 +645,8 @@ struct Paced {
     produced: Transfer,
     seen: u64,
     latency: stats::Summary,
+    /// Read on the cluster written to, when the reader reads another.
+    source_latency: Option<stats::Summary>,
     machine_busy: Option<f64>,
 }
 
@@ -658,7 +661,7 @@ async fn paced_and_probed(
     rate_mb_per_s: f64,
 ) -> Result<Paced> {
     let state = Arc::new(latency::ProducerState::default());
-    let probe = {
+    let spawn_probe = |from: &Arc<Cluster>, read_topic: &str| {
         let (from, read_topic, state) = (from.clone(), read_topic.to_string(), state.clone());
         let partitions = opts.partitions;
         tokio::spawn(async move {
@@ -672,6 +675,10 @@ async fn paced_and_probed(
             .await
         })
     };
+    let probe = spawn_probe(from, read_topic);
+    // A replicator between them: the same batches read where they were written too, to tell
+    // the latency before the replicator fetches from the latency it adds.
+    let at_source = (into.name() != from.name()).then(|| spawn_probe(into, topic));
     let machine_before = process::MachineSample::take();
     let produced = writer::write_paced(
         into,
@@ -692,6 +699,15 @@ async fn paced_and_probed(
     let probed = probe
         .await
         .map_err(|e| Error::invalid(format!("latency probe: {e}")))?;
+    let source_latency = match at_source {
+        Some(p) => {
+            let (samples, _) = p
+                .await
+                .map_err(|e| Error::invalid(format!("latency probe on the source: {e}")))??;
+            samples.summary()
+        }
+        None => None,
+    };
     let produced = produced?;
     let (samples, seen) = probed?;
     let latency = samples
@@ -701,6 +717,7 @@ async fn paced_and_probed(
         produced,
         seen,
         latency,
+        source_latency,
         machine_busy,
     })
 }

@@ -108,6 +108,10 @@ pub struct LatencyRun {
     pub records_seen: u64,
     /// Batch latencies: time the batch was read on the target minus its max timestamp.
     pub latency: Summary,
+    /// The same batches read on the source meanwhile, the same way: the part of the latency
+    /// that is there before the replicator fetches (the producer, the source broker, the
+    /// machine), `None` where the reader writes and reads one cluster.
+    pub source_latency: Option<Summary>,
     /// Fraction of the machine's cores busy while the bench produced (everything on the
     /// machine: the bench's producer and reader, strait, local brokers).
     pub machine_busy: Option<f64>,
@@ -488,6 +492,17 @@ impl Report {
                     l.latency.max_ms,
                     l.latency.count
                 );
+                if let Some(s) = &l.source_latency {
+                    let _ = writeln!(
+                        o,
+                        "{:<34} p50 {} ms, p99 {} ms, max {} ms over {} batches (the same batches read there meanwhile)",
+                        "on the source, before strait",
+                        s.p50_ms,
+                        s.p99_ms,
+                        s.max_ms,
+                        s.count
+                    );
+                }
                 if let Some(busy) = l.machine_busy {
                     let _ = writeln!(
                         o,
@@ -785,6 +800,12 @@ mod tests {
                 p99_ms: 21,
                 max_ms: 40,
             },
+            source_latency: Some(Summary {
+                count: 6000,
+                p50_ms: 3,
+                p99_ms: 17,
+                max_ms: 30,
+            }),
             machine_busy: Some(0.6),
             fresh_brokers: true,
             direct: Some(DirectLatency {
@@ -808,6 +829,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("60% of the cores busy"), "{text}");
+        assert!(
+            text.contains("on the source, before strait       p50 3 ms, p99 17 ms, max 30 ms over 6000 batches"),
+            "{text}"
+        );
         assert!(
             text.contains("without strait (target only)       p50 2 ms, p99 9 ms, max 15 ms over 6000 batches, 40% of the cores busy"),
             "{text}"
@@ -877,6 +902,7 @@ mod tests {
                 p99_ms,
                 max_ms: 900,
             },
+            source_latency: None,
             machine_busy: None,
             fresh_brokers: true,
             direct: None,
