@@ -132,6 +132,11 @@ fn bench_against_two_clusters_reports_consistent_figures() {
         l["latency"]["max_ms"].as_i64().unwrap(),
     );
     assert!(p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
+    // The same batches read on the source meanwhile: every one, no later than on the target
+    // at the median (they are read there first).
+    let s = &l["source_latency"];
+    assert_eq!(u(&s["count"]), u(&l["latency"]["count"]), "{s}");
+    assert!(u(&s["p50_ms"]) <= u(&s["p99_ms"]), "{s}");
     // Its yardstick, the same producer and reader on the target alone, read what it wrote.
     let d = &l["direct"];
     assert!(u(&d["records"]) > 0, "{d}");
