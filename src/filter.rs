@@ -144,6 +144,11 @@ mod tests {
         NameFilter::new(&strings(include), &strings(exclude)).unwrap()
     }
 
+    /// The decision with MirrorMaker 2's internal topic names for `p`.
+    fn decide(f: &NameFilter, p: &ReplicationPolicy, topic: &str, target: &str) -> TopicDecision {
+        topic_should_replicate(f, p, &Mm2Topics::for_policy(p, true), topic, target)
+    }
+
     fn dot() -> ReplicationPolicy {
         ReplicationPolicy::default()
     }
@@ -295,8 +300,7 @@ mod tests {
             (&all, "__x.heartbeats", "B", TopicDecision::Internal),
         ];
         for (f, topic, target, want) in cases {
-            let got =
-                topic_should_replicate(f, &p, &Mm2Topics::for_policy(&p, true), topic, target);
+            let got = decide(f, &p, topic, target);
             assert_eq!(got, *want, "{topic} -> {target}");
             assert_eq!(
                 got.replicate(),
@@ -310,25 +314,9 @@ mod tests {
         let topics = filter(&[".*"], &[]);
         let p = dot();
         // Flow cluster_a -> cluster_b, looking at topics on cluster_a.
-        let a_to_b = |t: &str| {
-            topic_should_replicate(
-                &topics,
-                &p,
-                &Mm2Topics::for_policy(&p, true),
-                t,
-                "cluster_b",
-            )
-        };
+        let a_to_b = |t: &str| decide(&topics, &p, t, "cluster_b");
         // Flow cluster_b -> cluster_a, looking at topics on cluster_b.
-        let b_to_a = |t: &str| {
-            topic_should_replicate(
-                &topics,
-                &p,
-                &Mm2Topics::for_policy(&p, true),
-                t,
-                "cluster_a",
-            )
-        };
+        let b_to_a = |t: &str| decide(&topics, &p, t, "cluster_a");
 
         assert_eq!(a_to_b("global_iot"), TopicDecision::Replicate);
         assert_eq!(
@@ -362,30 +350,12 @@ mod tests {
         let all = filter(&[".*"], &[]);
         let p = ReplicationPolicy::Identity;
         // No prefix, so no cycle detection for ordinary topics (as in MM2).
+        assert_eq!(decide(&all, &p, "B.orders", "B"), TopicDecision::Replicate);
         assert_eq!(
-            topic_should_replicate(&all, &p, &Mm2Topics::for_policy(&p, true), "B.orders", "B"),
-            TopicDecision::Replicate
-        );
-        assert_eq!(
-            topic_should_replicate(
-                &all,
-                &p,
-                &Mm2Topics::for_policy(&p, true),
-                "heartbeats",
-                "B"
-            ),
+            decide(&all, &p, "heartbeats", "B"),
             TopicDecision::Heartbeats
         );
-        assert_eq!(
-            topic_should_replicate(
-                &all,
-                &p,
-                &Mm2Topics::for_policy(&p, true),
-                "B.heartbeats",
-                "B"
-            ),
-            TopicDecision::Cycle
-        );
+        assert_eq!(decide(&all, &p, "B.heartbeats", "B"), TopicDecision::Cycle);
     }
 
     #[test]
@@ -400,12 +370,12 @@ mod tests {
         let n = Mm2Topics::for_policy(&p, true)
             .with_heartbeats("ops-hb")
             .with_checkpoints(pattern("ops.cp.{source}"));
-        let decide = |f: &NameFilter, t: &str| topic_should_replicate(f, &p, &n, t, "B");
-        assert_eq!(decide(&none, "ops-hb"), TopicDecision::Heartbeats);
-        assert_eq!(decide(&none, "C.ops-hb"), TopicDecision::Heartbeats);
-        assert_eq!(decide(&none, "heartbeats"), TopicDecision::NotIncluded);
-        assert_eq!(decide(&all, "ops.cp.A"), TopicDecision::Internal);
-        assert_eq!(decide(&all, "B.ops-hb"), TopicDecision::Cycle);
+        let renamed = |f: &NameFilter, t: &str| topic_should_replicate(f, &p, &n, t, "B");
+        assert_eq!(renamed(&none, "ops-hb"), TopicDecision::Heartbeats);
+        assert_eq!(renamed(&none, "C.ops-hb"), TopicDecision::Heartbeats);
+        assert_eq!(renamed(&none, "heartbeats"), TopicDecision::NotIncluded);
+        assert_eq!(renamed(&all, "ops.cp.A"), TopicDecision::Internal);
+        assert_eq!(renamed(&all, "B.ops-hb"), TopicDecision::Cycle);
     }
 
     #[test]
@@ -415,23 +385,11 @@ mod tests {
             separator: "_".into(),
         };
         assert_eq!(
-            topic_should_replicate(
-                &all,
-                &p,
-                &Mm2Topics::for_policy(&p, true),
-                "A_checkpoints_internal",
-                "B"
-            ),
+            decide(&all, &p, "A_checkpoints_internal", "B"),
             TopicDecision::Internal
         );
-        assert_eq!(
-            topic_should_replicate(&all, &p, &Mm2Topics::for_policy(&p, true), "B_orders", "B"),
-            TopicDecision::Cycle
-        );
-        assert_eq!(
-            topic_should_replicate(&all, &p, &Mm2Topics::for_policy(&p, true), "B.orders", "B"),
-            TopicDecision::Replicate
-        );
+        assert_eq!(decide(&all, &p, "B_orders", "B"), TopicDecision::Cycle);
+        assert_eq!(decide(&all, &p, "B.orders", "B"), TopicDecision::Replicate);
     }
 
     #[test]
@@ -468,7 +426,7 @@ mod tests {
             let mm2 = (f.matches(&topic) || n.is_heartbeats_topic(&p, &topic))
                 && !n.is_internal_topic(&topic)
                 && !p.would_cycle(&topic, &target);
-            prop_assert_eq!(topic_should_replicate(&f, &p, &Mm2Topics::for_policy(&p, true), &topic, &target).replicate(), mm2);
+            prop_assert_eq!(decide(&f, &p, &topic, &target).replicate(), mm2);
         }
     }
 }

@@ -17,7 +17,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::ClientConfig;
 use support::data::{commit_group, committed_offset, create_topic_with_config, watermarks};
 use support::java::{self, JavaProgram};
-use support::kafka::{start_kafka_with, KafkaCluster, KafkaOptions};
+use support::kafka::{start_each, start_kafka_with, KafkaCluster, KafkaOptions};
 use support::strait::{status_get, wait_until};
 use support::{
     consume_all, create_topic, produce_records, topic_name, Broker, Codec, OwnedRecord,
@@ -372,14 +372,7 @@ fn create_acl(tool: &JavaProgram, bootstrap: &str, line: &str) {
 #[test]
 fn a_prefixed_mirror_topic_gets_its_source_topics_configs_and_acls() {
     let tool = java::compile("AclTool");
-    let (a, d) = std::thread::scope(|s| {
-        let a = s.spawn(|| start_with_authorizer("a"));
-        let d = s.spawn(|| start_with_authorizer("d"));
-        let join = |h: std::thread::ScopedJoinHandle<'_, KafkaCluster>| {
-            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-        };
-        (join(a), join(d))
-    });
+    let [a, d] = start_each(["a", "d"], start_with_authorizer);
     let (ab, db) = (a.bootstrap(), d.bootstrap());
     create_topic_with_config(&ab, "orders", 1, &[("retention.ms", "86400000")]);
     let orders: Vec<TestRecord> = (0..20)

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
-use support::cli::{strait_out, text, write_file};
+use support::cli::{mirror_verb, strait_out, text, write_file};
 use support::data::{committed_offset, watermarks};
 use support::load::{wait_caught_up, Load};
 use support::{consume_all, create_topic, produce_records, Broker, StraitRun};
@@ -49,22 +49,7 @@ fn config(dir: &Path, west: &Broker, east: &Broker, topic: &str) -> std::path::P
 
 /// `strait mirror VERB --config F --link LINK --topic T`: its output, asserting success.
 fn mirror(config: &Path, verb: &str, link: &str, topic: &str) -> String {
-    let c = config.to_string_lossy();
-    let out = strait_out(
-        &[
-            "mirror",
-            verb,
-            "--config",
-            &c,
-            "--link",
-            link,
-            "--topic",
-            topic,
-            "--timeout",
-            "90",
-        ],
-        &[],
-    );
+    let out = mirror_verb(config, verb, link, topic, 90);
     let t = text(&out);
     assert!(
         out.status.success(),
@@ -364,22 +349,7 @@ fn a_reversal_survives_kill_9_at_each_step() {
     run.kill9();
 
     // Stored while nothing runs: the command says so and exits 1; the next run carries it out.
-    let c = config.to_string_lossy();
-    let out = strait_out(
-        &[
-            "mirror",
-            "reverse-and-start",
-            "--config",
-            &c,
-            "--link",
-            "west-link",
-            "--topic",
-            topic,
-            "--timeout",
-            "3",
-        ],
-        &[],
-    );
+    let out = mirror_verb(&config, "reverse-and-start", "west-link", topic, 3);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("no running `strait run` took it yet"),
@@ -442,22 +412,7 @@ fn a_reversal_is_refused_while_the_source_is_down_then_works() {
     let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
     west.stop();
-    let c = config.to_string_lossy();
-    let out = strait_out(
-        &[
-            "mirror",
-            "reverse-and-start",
-            "--config",
-            &c,
-            "--link",
-            "west-link",
-            "--topic",
-            topic,
-            "--timeout",
-            "10",
-        ],
-        &[],
-    );
+    let out = mirror_verb(&config, "reverse-and-start", "west-link", topic, 10);
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("cluster west"), "{said}");

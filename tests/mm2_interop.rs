@@ -26,7 +26,7 @@ use strait::offsets::{OffsetMap, Translation};
 use strait::replicate::{groups, store};
 use support::data::{consume_all, create_topic, partition_count, topic_name, watermarks};
 use support::java::{self, JavaProgram};
-use support::kafka::{start_kafka, KafkaCluster};
+use support::kafka::{start_each, start_kafka, KafkaCluster};
 use support::strait::wait_until;
 use support::StraitRun;
 
@@ -110,17 +110,7 @@ fn parse_report(text: &str) -> Report {
 }
 
 fn report(java: &JavaProgram, bootstrap: &str, remote_alias: &str, groups: &[&str]) -> Report {
-    let out = java.run(
-        &[
-            "report",
-            bootstrap,
-            remote_alias,
-            &groups.join(","),
-            ALIASES,
-        ],
-        "",
-    );
-    parse_report(&out)
+    report_with(java, bootstrap, remote_alias, groups, "")
 }
 
 /// strait's own answers to RemoteClusterUtils' topology questions: its naming rules
@@ -303,15 +293,8 @@ fn produce_transactions(bootstrap: &str) -> usize {
 
 /// Starts the clusters `a`, `b`, `c` side by side.
 fn start_clusters() -> (KafkaCluster, KafkaCluster, KafkaCluster) {
-    std::thread::scope(|s| {
-        let a = s.spawn(|| start_kafka("a"));
-        let b = s.spawn(|| start_kafka("b"));
-        let c = s.spawn(|| start_kafka("c"));
-        let join = |h: std::thread::ScopedJoinHandle<'_, KafkaCluster>| {
-            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-        };
-        (join(a), join(b), join(c))
-    })
+    let [a, b, c] = start_each(["a", "b", "c"], start_kafka);
+    (a, b, c)
 }
 
 /// The offsets each group commits on `a`: caught up (the log end), far behind (the first
@@ -699,14 +682,7 @@ fn report_with(
 #[test]
 fn mirrormaker2_code_reads_strait_under_a_custom_separator() {
     let java = java::compile("RemoteClusterCheck");
-    let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| start_kafka("a"));
-        let b = s.spawn(|| start_kafka("b"));
-        let join = |h: std::thread::ScopedJoinHandle<'_, KafkaCluster>| {
-            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-        };
-        (join(a), join(b))
-    });
+    let [a, b] = start_each(["a", "b"], start_kafka);
     create_topic(&a.bootstrap(), TOPIC, PARTITIONS);
     let records: Vec<support::TestRecord> = (0..300)
         .map(|i| support::TestRecord {

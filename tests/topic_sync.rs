@@ -16,7 +16,7 @@ use support::data::{
     create_topic_with_config, produce_records, topic_name, watermarks, Codec, TestRecord,
 };
 use support::java::{self, JavaProgram};
-use support::kafka::{start_kafka, start_kafka_with, KafkaCluster, KafkaOptions};
+use support::kafka::{start_each, start_kafka, start_kafka_with, KafkaCluster, KafkaOptions};
 use support::strait::wait_until;
 use support::StraitRun;
 
@@ -277,14 +277,7 @@ fn configs_and_acls_follow_the_source_while_running() {
 #[test]
 fn a_mirror_topic_follows_its_source_until_promoted() {
     let tool = java::compile("AclTool");
-    let (a, d) = std::thread::scope(|s| {
-        let a = s.spawn(|| start_with_authorizer("a"));
-        let d = s.spawn(|| start_with_authorizer("d"));
-        let join = |h: std::thread::ScopedJoinHandle<'_, KafkaCluster>| {
-            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-        };
-        (join(a), join(d))
-    });
+    let [a, d] = start_each(["a", "d"], start_with_authorizer);
     create_topic_with_config(&a.bootstrap(), TOPIC, 2, &[("retention.ms", "86400000")]);
     let records: Vec<TestRecord> = (0..50)
         .map(|i| TestRecord::kv(format!("k{i}"), "v"))

@@ -531,20 +531,7 @@ fn mirror_verbs_through_the_write_api() {
         ),
     )
     .expect("back config");
-    let c = back.to_string_lossy();
-    let out = support::cli::strait_out(
-        &[
-            "mirror",
-            "reverse-and-start",
-            "--config",
-            &c,
-            "--link",
-            "west-link",
-            "--topic",
-            "orders",
-        ],
-        &[],
-    );
+    let out = support::cli::mirror_verb(&back, "reverse-and-start", "west-link", "orders", 30);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(

@@ -36,6 +36,23 @@ pub fn strait_out(args: &[&str], env: &[(&str, &str)]) -> Output {
     strait_cmd(env).args(args).output().expect("run strait")
 }
 
+/// `strait mirror VERB --config F --link LINK --topic T --timeout SECS`, to its end.
+pub fn mirror_verb(config: &Path, verb: &str, link: &str, topic: &str, secs: u64) -> Output {
+    strait_cmd(&[])
+        .args(["mirror", verb, "--config"])
+        .arg(config)
+        .args([
+            "--link",
+            link,
+            "--topic",
+            topic,
+            "--timeout",
+            &secs.to_string(),
+        ])
+        .output()
+        .expect("run strait mirror")
+}
+
 /// `strait --log trace probe --config F --cluster ALIAS`.
 pub fn probe(config: &Path, alias: &str, env: &[(&str, &str)]) -> Output {
     strait_cmd(env)

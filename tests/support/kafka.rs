@@ -7,6 +7,20 @@ pub use strait::local_kafka::{KafkaCluster, KafkaOptions};
 
 use crate::support::proxy::{ProduceCheckProxy, ProxyConfig};
 
+/// Starts one cluster per name at once with `start` (each takes a few seconds); in name order.
+pub fn start_each<const N: usize>(
+    names: [&str; N],
+    start: impl Fn(&str) -> KafkaCluster + Sync,
+) -> [KafkaCluster; N] {
+    std::thread::scope(|s| {
+        let started = names.map(|n| {
+            let start = &start;
+            s.spawn(move || start(n))
+        });
+        started.map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    })
+}
+
 /// Starts a one-node Kafka cluster; panics with its log if it does not come up.
 pub fn start_kafka(name: &str) -> KafkaCluster {
     start_kafka_with(KafkaOptions::new(name))
