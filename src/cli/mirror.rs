@@ -85,6 +85,11 @@ pub enum MirrorCommandArgs {
     /// As `reverse-and-start`, with the mirror in the other direction paused.
     #[command(name = "reverse-and-pause")]
     ReverseAndPause(TopicArgs),
+    /// After a failover: the topic on the cluster it was failed over from (the link's
+    /// destination) becomes a mirror again; records it got past the failover point are cut,
+    /// reported and saved, and its consumer groups restored up to that point.
+    #[command(name = "truncate-and-restore")]
+    TruncateAndRestore(super::mirror_restore::RestoreArgs),
     /// Changes a link's consumer offset sync while it runs.
     Configure {
         #[command(flatten)]
@@ -117,6 +122,7 @@ pub async fn run(args: &MirrorArgs) -> Result<String> {
         MirrorCommandArgs::Failover(a) => command(a, MirrorAction::Failover).await,
         MirrorCommandArgs::ReverseAndStart(a) => command(a, MirrorAction::ReverseAndStart).await,
         MirrorCommandArgs::ReverseAndPause(a) => command(a, MirrorAction::ReverseAndPause).await,
+        MirrorCommandArgs::TruncateAndRestore(a) => super::mirror_restore::run(a).await,
         MirrorCommandArgs::Configure {
             target,
             consumer_offset_group_filters,

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod lists;
 pub mod members;
 pub mod mirror;
+pub mod mirror_restore;
 pub mod offsets;
 pub mod pause;
 pub mod probe;

@@ -52,6 +52,7 @@ pub fn supported_versions(key: ApiKey) -> Option<Versions> {
         ApiKey::DescribeGroups => (1, 5),
         ApiKey::InitProducerId => (0, 5),
         ApiKey::CreatePartitions => (0, 3),
+        ApiKey::DeleteTopics => (1, 6),
         ApiKey::IncrementalAlterConfigs => (0, 1),
         ApiKey::DescribeAcls => (1, 3),
         ApiKey::CreateAcls => (1, 3),

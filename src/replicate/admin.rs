@@ -488,26 +488,37 @@ async fn reversal(
             ))
         })?;
     let source = super::connect_once(config, src).await?;
-    let lists = lists::read(&source, ListKind::Topics, dst, src)
-        .await?
-        .unwrap_or_else(|| config_lists(back, ListKind::Topics));
-    let selects = crate::filter::NameFilter::new(&lists.include, &lists.exclude)
-        .is_ok_and(|f| f.matches(topic));
-    if !selects {
-        return Err(AdminError::Conflict(format!(
-            "cannot {} topic {topic}: the mirror flow {} does not select it (its topics: {:?}, excluded: {:?})",
-            action.as_str(),
-            back.name(),
-            lists.include,
-            lists.exclude
-        )));
-    }
+    check_selects(&source, back, topic, action.as_str()).await?;
     let rf = super::cluster_settings(config, src)?.replication_factor;
     super::store::ensure_compacted_topic(&source, source.control_topic(), rf).await?;
     Ok(Reversal {
         link: back.link_name(),
         paused: action == MirrorAction::ReverseAndPause,
     })
+}
+
+/// Refuses to `verb` topic `topic` unless mirror flow `flow` selects it (its topic lists as
+/// running instances read them from `target`, its target cluster).
+pub(super) async fn check_selects(
+    target: &crate::client::Cluster,
+    flow: &FlowConfig,
+    topic: &str,
+    verb: &str,
+) -> Result<(), AdminError> {
+    let lists = lists::read(target, ListKind::Topics, &flow.source, &flow.target)
+        .await?
+        .unwrap_or_else(|| config_lists(flow, ListKind::Topics));
+    let selects = crate::filter::NameFilter::new(&lists.include, &lists.exclude)
+        .is_ok_and(|f| f.matches(topic));
+    if !selects {
+        return Err(AdminError::Conflict(format!(
+            "cannot {verb} topic {topic}: the mirror flow {} does not select it (its topics: {:?}, excluded: {:?})",
+            flow.name(),
+            lists.include,
+            lists.exclude
+        )));
+    }
+    Ok(())
 }
 
 /// A change of a link's consumer offset sync (like `strait mirror configure`); absent fields

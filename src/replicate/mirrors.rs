@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::store;
 use crate::client::{Cluster, LATEST};
 use crate::error::Result;
+use crate::mirror::restore::{plan_key, RestorePlan};
 use crate::mirror::{
     command_key, link_applied_key, link_key, state_key, topic_of_key, LinkSettings, MirrorCommand,
     MirrorRecord,
@@ -106,6 +107,32 @@ pub async fn write_command(
         replication_factor,
     )
     .await
+}
+
+/// Stores a truncate-and-restore plan (in the old source's control topic, before its topic is
+/// deleted).
+pub async fn write_plan(
+    target: &Cluster,
+    plan: &RestorePlan,
+    replication_factor: i16,
+) -> Result<()> {
+    let value = serde_json::to_vec(plan).unwrap_or_default();
+    put(
+        target,
+        plan_key(&plan.source_cluster, &plan.topic),
+        value,
+        replication_factor,
+    )
+    .await
+}
+
+/// The truncate-and-restore plan stored for `topic` mirrored from `source`, if any.
+pub async fn read_plan(target: &Cluster, source: &str, topic: &str) -> Result<Option<RestorePlan>> {
+    let key = plan_key(source, topic);
+    Ok(store::read_latest(target, target.control_topic())
+        .await?
+        .get(key.as_bytes())
+        .and_then(|v| serde_json::from_slice(v).ok()))
 }
 
 /// Stores runtime link settings.

@@ -28,6 +28,7 @@ pub mod pause;
 pub mod positions;
 pub mod progress;
 pub mod pump;
+pub mod restore;
 pub mod status;
 pub mod store;
 pub mod takeover;

@@ -701,6 +701,35 @@ impl Cluster {
         }
     }
 
+    /// Deletes topic `name` (DeleteTopics, by name; from v6 by name in `topics`). `Ok(false)`
+    /// when there is no such topic. Kafka drops the topic's committed consumer offsets with it.
+    pub async fn delete_topic(&self, name: &str) -> Result<bool> {
+        use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+        let conn = self.route(self.controller_route()).await?;
+        let version = self.version_on::<kafka_protocol::messages::DeleteTopicsRequest>(&conn)?;
+        let mut req = kafka_protocol::messages::DeleteTopicsRequest::default();
+        let topic = TopicName(StrBytes::from_string(name.to_string()));
+        if version >= 6 {
+            let mut t = DeleteTopicState::default();
+            t.name = Some(topic);
+            req.topics = vec![t];
+        } else {
+            req.topic_names = vec![topic];
+        }
+        req.timeout_ms = 30_000;
+        let (_, resp) = self
+            .send_on(&conn, &req, self.config.connection.request_timeout)
+            .await?;
+        let r = self.only("DeleteTopics", resp.responses.first())?;
+        self.invalidate(name);
+        match r.error_code {
+            error_code::UNKNOWN_TOPIC_OR_PARTITION => Ok(false),
+            code => self
+                .topic_outcome(code, r.error_message.as_ref(), name)
+                .map(|()| true),
+        }
+    }
+
     /// Raises a topic's partition count to `count` (CreatePartitions). Errors with
     /// UnsupportedVersion when the cluster does not offer the API.
     pub async fn create_partitions(&self, topic: &str, count: i32) -> Result<()> {

@@ -61,6 +61,7 @@ impl Flow {
             .map(|(t, c)| (t.clone(), c.clone()))
             .collect();
         pending.sort_by_key(|(_, c)| c.at_ms);
+        self.forget_restored(&view);
         if let Some(m) = self.mirror.as_mut() {
             m.view = view;
         }
@@ -104,6 +105,33 @@ impl Flow {
             m.control_seen = end;
         }
         Ok(())
+    }
+
+    /// Topics `view` shows restored anew (truncate-and-restore deleted the destination topic
+    /// and started the mirror over): their stored positions are of the deleted log and are
+    /// forgotten (the restore removed them from the progress topic before writing the record,
+    /// so positions loaded after it are of the new log).
+    fn forget_restored(&mut self, view: &mirrors::ControlView) {
+        // A first read is of the records as they were when the positions were loaded.
+        let Some(m) = self.mirror.as_ref().filter(|m| m.control_seen >= 0) else {
+            return;
+        };
+        let restored: Vec<String> = view
+            .records
+            .iter()
+            .filter(|(t, r)| {
+                r.restored.is_some()
+                    && m.view.records.get(*t).map(|old| &old.restored) != Some(&r.restored)
+            })
+            .map(|(t, _)| t.clone())
+            .collect();
+        let src = self.source.name().to_string();
+        for topic in restored {
+            // Its metadata as cached is of the deleted topic.
+            self.target.invalidate(&self.cfg.mirror_topic(&topic));
+            self.stored_progress
+                .retain(|k, _| progress::parse_key(k, &src).is_none_or(|(t, _)| t != topic));
+        }
     }
 
     /// Ends mirroring of `topic`: answers to requests in flight are applied, progress is

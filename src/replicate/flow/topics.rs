@@ -294,7 +294,11 @@ impl Flow {
         let remote_partitions = match existing {
             Some(t) => {
                 if !view.has_topic(topic) {
-                    self.check_compatible(topic, &remote).await?;
+                    if let Err(e) = self.check_compatible(topic, &remote).await {
+                        // The cached metadata may be of a topic deleted since: look again.
+                        self.target.invalidate(&remote);
+                        return Err(e);
+                    }
                 }
                 t.partitions.len()
             }

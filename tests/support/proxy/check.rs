@@ -9,7 +9,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::{
-    ApiKey, InitProducerIdResponse, MetadataResponse, ProduceRequest, ResponseHeader,
+    ApiKey, DeleteTopicsResponse, InitProducerIdResponse, MetadataResponse, ProduceRequest,
+    ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, HeaderVersion};
 
@@ -22,6 +23,8 @@ pub const PRODUCE: i16 = 0;
 pub const METADATA: i16 = 3;
 /// InitProducerId API key.
 pub const INIT_PRODUCER_ID: i16 = 22;
+/// DeleteTopics API key.
+pub const DELETE_TOPICS: i16 = 20;
 
 /// Per (producerId, topic, partition) sequence state.
 #[derive(Debug, Clone)]
@@ -156,7 +159,7 @@ impl ProduceChecker {
         api_version: i16,
         payload: &[u8],
     ) -> Option<String> {
-        if api_key != INIT_PRODUCER_ID && api_key != METADATA {
+        if api_key != INIT_PRODUCER_ID && api_key != METADATA && api_key != DELETE_TOPICS {
             return None;
         }
         let key = ApiKey::try_from(api_key).ok()?;
@@ -169,6 +172,17 @@ impl ProduceChecker {
                     .map_err(|e| format!("InitProducerId v{api_version}: {e}"))?;
                 if r.error_code == 0 && r.producer_id.0 >= 0 {
                     self.handed_out.insert((r.producer_id.0, r.producer_epoch));
+                }
+            } else if api_key == DELETE_TOPICS {
+                // A deleted topic's logs are gone with their producer state: a topic created
+                // again under the name starts every producer's sequences afresh.
+                let r = DeleteTopicsResponse::decode(&mut bytes, api_version)
+                    .map_err(|e| format!("DeleteTopics v{api_version}: {e}"))?;
+                for t in r.responses.iter().filter(|t| t.error_code == 0) {
+                    if let Some(name) = &t.name {
+                        let name = name.0.as_str();
+                        self.sequences.retain(|(_, topic, _), _| topic != name);
+                    }
                 }
             } else {
                 let r = MetadataResponse::decode(&mut bytes, api_version)
