@@ -58,6 +58,10 @@ pub struct RestorePlan {
     pub saved_to: String,
     /// How many records were saved (transaction markers are not records).
     pub records_saved: i64,
+    /// `updated_ms` of the failed-over mirror's record when the plan was made: which failover
+    /// the plan is for.
+    #[serde(default)]
+    pub forward_updated_ms: i64,
 }
 
 impl RestorePlan {
@@ -85,21 +89,28 @@ pub fn plan_key(source: &str, topic: &str) -> String {
 }
 
 /// Where each partition of the old source's topic is cut: `stopped` holds the stopped mirror's
-/// offset map per partition (old source to new source), `ends` the old source's log end per
-/// partition. Every partition needs a map (else nobody knows where it stopped), and its log
-/// must not end before the map does (records lost on the old source).
+/// offset map per partition (old source to new source), `logs` the old source's log start and
+/// end per partition. A partition the mirror never copied (added after the failover) is cut
+/// whole, from its log start. A log must not end before its map does (records lost on the
+/// old source).
 pub fn plan_cuts(
     cluster: &str,
     topic: &str,
     stopped: &BTreeMap<i32, OffsetMap>,
-    ends: &BTreeMap<i32, i64>,
+    logs: &BTreeMap<i32, (i64, i64)>,
 ) -> Result<BTreeMap<i32, CutPoint>, String> {
     let mut out = BTreeMap::new();
-    for (&p, &end) in ends {
+    for (&p, &(start, end)) in logs {
         let Some(map) = stopped.get(&p) else {
-            return Err(format!(
-                "cluster {cluster}, topic {topic}, partition {p}: the stopped mirror has no stored position for it, so where it stopped is unknown"
-            ));
+            out.insert(
+                p,
+                CutPoint {
+                    at: start,
+                    source_at: 0,
+                    end,
+                },
+            );
+            continue;
         };
         let at = map.source_next();
         if end < at {
@@ -198,8 +209,8 @@ mod tests {
         m
     }
 
-    fn ends(list: &[(i32, i64)]) -> BTreeMap<i32, i64> {
-        list.iter().copied().collect()
+    fn ends(list: &[(i32, i64)]) -> BTreeMap<i32, (i64, i64)> {
+        list.iter().map(|(p, end)| (*p, (0, *end))).collect()
     }
 
     #[test]
@@ -219,10 +230,11 @@ mod tests {
     }
 
     #[test]
-    fn refuses_an_unknown_or_shortened_partition() {
+    fn cuts_a_partition_never_mirrored_whole_and_refuses_a_shortened_one() {
         let stopped = BTreeMap::from([(0, map(0, 0, 100))]);
-        let e = plan_cuts("west", "t", &stopped, &ends(&[(0, 100), (1, 5)])).unwrap_err();
-        assert!(e.contains("cluster west, topic t, partition 1"), "{e}");
+        let logs = BTreeMap::from([(0, (0, 100)), (1, (3, 5))]);
+        let cuts = plan_cuts("west", "t", &stopped, &logs).unwrap();
+        assert_eq!((cuts[&1].at, cuts[&1].offsets_cut()), (3, 2));
         let e = plan_cuts("west", "t", &stopped, &ends(&[(0, 90)])).unwrap_err();
         assert!(e.contains("ends at offset 90, before offset 100"), "{e}");
     }
@@ -269,6 +281,7 @@ mod tests {
             ]),
             saved_to: String::new(),
             records_saved: 0,
+            forward_updated_ms: 0,
         };
         // The new mirror copied 0..60 of partition 0 and started partition 1 at 5 (retention).
         let maps = HashMap::from([(0, map(0, 0, 60)), (1, map(15, 0, 10))]);

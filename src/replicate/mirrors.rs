@@ -129,10 +129,17 @@ pub async fn write_plan(
 /// The truncate-and-restore plan stored for `topic` mirrored from `source`, if any.
 pub async fn read_plan(target: &Cluster, source: &str, topic: &str) -> Result<Option<RestorePlan>> {
     let key = plan_key(source, topic);
-    Ok(store::read_latest(target, target.control_topic())
-        .await?
-        .get(key.as_bytes())
-        .and_then(|v| serde_json::from_slice(v).ok()))
+    let latest = store::read_latest(target, target.control_topic()).await?;
+    let Some(value) = latest.get(key.as_bytes()) else {
+        return Ok(None);
+    };
+    serde_json::from_slice(value).map(Some).map_err(|e| {
+        crate::error::Error::invalid(format!(
+            "cluster {}, topic {}: the record {key} cannot be read: {e}",
+            target.name(),
+            target.control_topic()
+        ))
+    })
 }
 
 /// Stores runtime link settings.

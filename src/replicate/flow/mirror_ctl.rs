@@ -61,7 +61,7 @@ impl Flow {
             .map(|(t, c)| (t.clone(), c.clone()))
             .collect();
         pending.sort_by_key(|(_, c)| c.at_ms);
-        self.forget_restored(&view);
+        self.forget_restored(&view).await?;
         if let Some(m) = self.mirror.as_mut() {
             m.view = view;
         }
@@ -99,8 +99,8 @@ impl Flow {
         for topic in stopped {
             self.stop_topic(&topic).await?;
         }
-        // Our own writes moved the end; read from there next time.
-        let end = mirrors::control_end(&self.target).await?;
+        // Read again from the end seen before this read: a record another writer stored
+        // meanwhile is read next time (our own writes cost one more read).
         if let Some(m) = self.mirror.as_mut() {
             m.control_seen = end;
         }
@@ -108,30 +108,39 @@ impl Flow {
     }
 
     /// Topics `view` shows restored anew (truncate-and-restore deleted the destination topic
-    /// and started the mirror over): their stored positions are of the deleted log and are
-    /// forgotten (the restore removed them from the progress topic before writing the record,
-    /// so positions loaded after it are of the new log).
-    fn forget_restored(&mut self, view: &mirrors::ControlView) {
-        // A first read is of the records as they were when the positions were loaded.
-        let Some(m) = self.mirror.as_ref().filter(|m| m.control_seen >= 0) else {
-            return;
+    /// and started the mirror over; on the first read, every restored one): their positions
+    /// are read again from the progress topic, where the restore removed those of the deleted
+    /// log before it wrote the record, and their cached metadata is dropped.
+    async fn forget_restored(&mut self, view: &mirrors::ControlView) -> Result<()> {
+        let Some(m) = self.mirror.as_ref() else {
+            return Ok(());
         };
+        let first = m.control_seen < 0;
         let restored: Vec<String> = view
             .records
             .iter()
             .filter(|(t, r)| {
                 r.restored.is_some()
-                    && m.view.records.get(*t).map(|old| &old.restored) != Some(&r.restored)
+                    && (first
+                        || m.view.records.get(*t).map(|old| &old.restored) != Some(&r.restored))
             })
             .map(|(t, _)| t.clone())
             .collect();
+        if restored.is_empty() {
+            return Ok(());
+        }
         let src = self.source.name().to_string();
+        let stored = store::read_progress_records(&self.target, &src).await?;
         for topic in restored {
-            // Its metadata as cached is of the deleted topic.
             self.target.invalidate(&self.cfg.mirror_topic(&topic));
             self.stored_progress
                 .retain(|k, _| progress::parse_key(k, &src).is_none_or(|(t, _)| t != topic));
+            for ((t, p), s) in stored.iter().filter(|((t, _), _)| *t == topic) {
+                self.stored_progress
+                    .insert(progress::key(&src, t, *p), s.clone());
+            }
         }
+        Ok(())
     }
 
     /// Ends mirroring of `topic`: answers to requests in flight are applied, progress is

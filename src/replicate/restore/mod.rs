@@ -27,7 +27,7 @@ use bytes::Bytes;
 
 use super::admin::{self, AdminError};
 use super::{groups, mirrors, store};
-use crate::client::{Cluster, LATEST};
+use crate::client::{Cluster, EARLIEST, LATEST};
 use crate::config::{Config, FlowConfig, FlowMode};
 use crate::mirror::restore::{
     group_commits, groups_on_new_source, plan_cuts, CutPoint, RestorePlan, Restored,
@@ -84,6 +84,12 @@ fn flows<'a>(config: &'a Config, link: Option<&str>, topic: &str) -> Result<Flow
     let conflict = |why: String| {
         AdminError::Conflict(format!("cannot truncate-and-restore topic {topic}: {why}"))
     };
+    if !back.enabled {
+        return Err(conflict(format!(
+            "the mirror flow {} is disabled (enabled = false), so nothing would mirror the topic back",
+            back.name()
+        )));
+    }
     if !back.prefix.is_empty() {
         return Err(conflict(format!(
             "the mirror flow {} names mirror topics with prefix {:?}, so it never mirrors into the topic of the same name",
@@ -152,14 +158,24 @@ pub async fn truncate_and_restore(
         )));
     }
     let forward_rec = stopped_forward(&new_c, &f, topic).await?;
+    if let Some(r) = own.filter(|r| r.updated_ms > forward_rec.updated_ms) {
+        // The mirror back ran after that failover and ended since: that failover's cut points
+        // are history.
+        return Err(AdminError::Conflict(format!(
+            "cannot truncate-and-restore topic {topic} with link {}: its mirror from {new} into {old} ended after the failover ({}); to make {new}'s topic a mirror of {old}'s, use the link from {old} to {new}",
+            f.back.link_name(),
+            r.state.as_str()
+        )));
+    }
     admin::check_selects(&old_c, f.back, topic, "truncate-and-restore").await?;
     let meta = fresh_topic(&old_c, topic).await?;
-    // A plan stored by an earlier run that got as far as deleting the topic is finished as it
-    // is: the records it names are gone from the topic, so they cannot be planned again.
-    let unfinished = plan.filter(|p| !restored_by(p) && forward_rec.updated_ms <= p.at_ms);
-    if let Some(p) = unfinished {
+    // A plan stored by an earlier run for this failover that got as far as deleting the topic
+    // is finished as it is: the records it names are gone from the topic.
+    let unfinished =
+        plan.filter(|p| !restored_by(p) && p.forward_updated_ms == forward_rec.updated_ms);
+    if let Some(p) = &unfinished {
         if meta.as_ref().is_none_or(|(id, _)| *id != p.topic_id) {
-            let mut out = outcome(p, false);
+            let mut out = outcome(p.clone(), false);
             if !opts.dry_run {
                 finish(&old_c, &f, &mut out, &back_view, rf, opts.timeout).await?;
             }
@@ -167,6 +183,17 @@ pub async fn truncate_and_restore(
         }
     }
     let mut plan = make_plan(&old_c, &new_c, &f, topic, meta, opts).await?;
+    plan.forward_updated_ms = forward_rec.updated_ms;
+    if let Some(earlier) = unfinished {
+        // Killed right after asking for the deletion, the topic may still be listed while
+        // Kafka already dropped its groups' offsets: the earlier plan's offsets stand in.
+        for (group, parts) in earlier.groups {
+            let now = plan.groups.entry(group).or_default();
+            for (p, o) in parts {
+                now.entry(p).or_insert(o);
+            }
+        }
+    }
     if opts.dry_run {
         return Ok(outcome(plan, false));
     }
@@ -220,12 +247,20 @@ async fn fresh_topic(
     cluster: &Cluster,
     topic: &str,
 ) -> Result<Option<(String, usize)>, AdminError> {
+    use crate::protocol::error_code;
     let resp = cluster.metadata(Some(&[topic.to_string()])).await?;
-    Ok(resp
-        .topics
-        .into_iter()
-        .find(|t| t.name == topic && t.error_code == crate::protocol::error_code::NONE)
-        .map(|t| (hex(&t.topic_id), t.partitions.len())))
+    match resp.topics.into_iter().find(|t| t.name == topic) {
+        None => Ok(None),
+        Some(t) if t.error_code == error_code::UNKNOWN_TOPIC_OR_PARTITION => Ok(None),
+        Some(t) if t.error_code == error_code::NONE => {
+            Ok(Some((hex(&t.topic_id), t.partitions.len())))
+        }
+        Some(t) => Err(AdminError::Failed(
+            crate::Error::broker(t.error_code, None)
+                .topic(topic)
+                .cluster(cluster.name()),
+        )),
+    }
 }
 
 fn hex(id: &[u8; 16]) -> String {
@@ -251,15 +286,15 @@ async fn make_plan(
         .map(|((_, p), m)| (p, m))
         .collect();
     let parts: Vec<i32> = (0..count as i32).collect();
-    let ends: BTreeMap<i32, i64> = match parts.is_empty() {
-        true => BTreeMap::new(),
-        false => old_c
-            .list_offsets(topic, &parts, LATEST)
-            .await?
-            .into_iter()
-            .collect(),
-    };
-    let cuts = plan_cuts(old_c.name(), topic, &stopped, &ends).map_err(|e| {
+    let mut logs: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
+    if !parts.is_empty() {
+        let starts = old_c.list_offsets(topic, &parts, EARLIEST).await?;
+        let ends = old_c.list_offsets(topic, &parts, LATEST).await?;
+        for ((p, start), (_, end)) in starts.into_iter().zip(ends) {
+            logs.insert(p, (start, end));
+        }
+    }
+    let cuts = plan_cuts(old_c.name(), topic, &stopped, &logs).map_err(|e| {
         AdminError::Conflict(format!("cannot truncate-and-restore topic {topic}: {e}"))
     })?;
     let committed = committed_on(old_c, topic).await?;
@@ -287,6 +322,7 @@ async fn make_plan(
         groups,
         saved_to: saved_to.display().to_string(),
         records_saved: 0,
+        forward_updated_ms: 0,
     })
 }
 
@@ -327,8 +363,18 @@ async fn save_tail(old_c: &Cluster, plan: &mut RestorePlan) -> Result<(), AdminE
     plan.records_saved = saved;
     let committed = committed_on(old_c, &plan.topic).await?;
     let json = serde_json::json!({ "plan": &*plan, "committed_on_old_source": committed });
-    let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+    let text = serde_json::to_string_pretty(&json)
+        .map_err(|e| AdminError::Failed(crate::Error::invalid(e.to_string())))?;
     std::fs::write(dir.join("restore-plan.json"), text).map_err(io)?;
+    // On disk before the topic is deleted: they are the only copy of the tail then.
+    for entry in std::fs::read_dir(&dir).map_err(io)? {
+        std::fs::File::open(entry.map_err(io)?.path())
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
+    }
+    std::fs::File::open(&dir)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
     Ok(())
 }
 
@@ -338,6 +384,14 @@ async fn delete_old(old_c: &Cluster, plan: &RestorePlan) -> Result<(), AdminErro
     let topic = plan.topic.as_str();
     if plan.partitions.is_empty() {
         return Ok(()); // no such topic
+    }
+    let count = fresh_topic(old_c, topic).await?.map_or(0, |(_, n)| n);
+    if count != plan.partitions.len() {
+        return Err(AdminError::Conflict(format!(
+            "cluster {}, topic {topic}: it has {count} partitions now, {} when the tail was saved; nothing was deleted; run the command again",
+            old_c.name(),
+            plan.partitions.len()
+        )));
     }
     let parts: Vec<i32> = plan.partitions.keys().copied().collect();
     for (p, end) in old_c.list_offsets(topic, &parts, LATEST).await? {
@@ -377,6 +431,13 @@ async fn finish(
     timeout: Duration,
 ) -> Result<(), AdminError> {
     let (topic, new) = (out.plan.topic.clone(), f.back.source.as_str());
+    if fresh_topic(old_c, &topic).await?.is_some() {
+        return Err(AdminError::Conflict(format!(
+            "cluster {}, topic {topic}: created again since it was deleted, by something other than strait (a producer or consumer with auto.create.topics.enable?); its tail is saved in {}: delete the topic and run the command again",
+            old_c.name(),
+            out.plan.saved_to
+        )));
+    }
     offsets_dropped(old_c, &out.plan).await?;
     let stale: Vec<(Bytes, Option<Bytes>)> = store::read_progress_records(old_c, new)
         .await?

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::client::{Cluster, FetchRead};
 use crate::error::{Error, Result};
+use crate::forward::plan::MAX_DECODED_BATCH;
 use crate::records::batch::{split, Entry};
 use crate::records::record::decode_records;
 
@@ -50,8 +51,13 @@ pub async fn save_partition(
             .await?;
         let before = offset;
         for entry in split(fetched.records) {
-            let entry = entry?;
-            let lines = entry_lines(partition, &entry, offset, to)?;
+            let at = |e: Error| {
+                e.cluster(cluster.name())
+                    .partition(topic, partition)
+                    .offset(offset)
+            };
+            let entry = entry.map_err(|e| at(e.into()))?;
+            let lines = entry_lines(partition, &entry, offset, to).map_err(at)?;
             offset = match &entry {
                 Entry::V2(b) => b.next_offset(),
                 Entry::Legacy(_) => entry.offset_field().saturating_add(1),
@@ -82,7 +88,7 @@ fn entry_lines(partition: i32, entry: &Entry, from: i64, to: i64) -> Result<Vec<
         Entry::V2(b) if b.is_control() => Ok(Vec::new()),
         Entry::V2(b) => {
             let mut lines = Vec::new();
-            for r in decode_records(b, usize::MAX)? {
+            for r in decode_records(b, MAX_DECODED_BATCH)? {
                 let offset = r.offset(b.base_offset());
                 if offset < from || offset >= to {
                     continue;
