@@ -447,3 +447,82 @@ fn truncate_and_restore_survives_kill_9_at_each_step() {
             .collect::<Vec<_>>()
     );
 }
+
+/// East's log no longer starts at 0 (retention, here DeleteRecords) when west is restored: the
+/// new mirror starts at east's log start, so west's offsets are mapped (east's minus 20), and
+/// west's groups are translated through both mirrors' maps: one inside the kept records moves
+/// with them, one below east's log start goes to the start, one in the cut tail to the cut.
+#[test]
+fn truncate_and_restore_maps_offsets_when_the_new_source_log_starts_later() {
+    use rdkafka::admin::{AdminClient, AdminOptions};
+    use rdkafka::client::DefaultClientContext;
+    let west = Broker::start("west");
+    let east = Broker::start("east");
+    let (w, e) = (west.bootstrap(), east.bootstrap());
+    let topic = "audit";
+    let dir = support::cli::temp_dir("mirror-truncate-mapped");
+    create_topic(&w, topic, 1);
+    produce_records(&w, topic, &numbered("west", 50), Codec::None);
+    let config = config(&dir, &west, &east, topic);
+    let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
+    wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
+    mirror_ok(&config, "failover", "west-link", topic);
+    produce_records(&e, topic, &numbered("east", 30), Codec::None);
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &e)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("admin client");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(20))
+        .expect("tpl");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(admin.delete_records(&tpl, &AdminOptions::new()))
+        .expect("delete records");
+    produce_records(&w, topic, &numbered("late", 5), Codec::None);
+    // Groups that only ran on west after the failover (never synced to east).
+    commit_at(&w, "inside", topic, &[(0, 30)]);
+    commit_at(&w, "below", topic, &[(0, 10)]);
+    commit_at(&w, "in-tail", topic, &[(0, 53)]);
+
+    let (ok, said) = restore(
+        &config,
+        topic,
+        &["--save-to", &dir.join("saved").to_string_lossy()],
+    );
+    assert!(ok, "{said}\n{}", run.log());
+    assert!(said.contains("5 records cut (5 offsets)"), "{said}");
+    wait(
+        "east's 60 records on west",
+        &run,
+        Duration::from_secs(60),
+        || watermarks(&w, topic) == vec![(0, 60)],
+    );
+    let on_east = consume_all(&e, topic, 60, Duration::from_secs(30));
+    let on_west = consume_all(&w, topic, 60, Duration::from_secs(30));
+    let shifted: Vec<Row> = rows(&on_east)
+        .into_iter()
+        .map(|(p, o, k, v)| (p, o - 20, k, v))
+        .collect();
+    assert_eq!(rows(&on_west), shifted, "east's 20..80 at west's 0..60");
+    assert_eq!(committed(&w, "inside", topic, 1), vec![Some(10)]);
+    assert_eq!(committed(&w, "below", topic, 1), vec![Some(0)]);
+    assert_eq!(committed(&w, "in-tail", topic, 1), vec![Some(30)]);
+    let described = text(&strait_out(
+        &[
+            "mirror",
+            "describe",
+            "--config",
+            &config.to_string_lossy(),
+            "--link",
+            "east-link",
+            "--topic",
+            topic,
+        ],
+        &[],
+    ));
+    assert!(described.contains("mapped"), "{described}");
+}
