@@ -14,7 +14,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -22,6 +22,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use support::cli::{mirror_verb, strait_cmd, strait_out, text, write_file};
 use support::data::{committed_offset, watermarks};
 use support::load::wait_caught_up;
+use support::strait::wait_until;
 use support::{consume_all, create_topic, produce_records, Broker, StraitRun};
 use support::{Codec, OwnedRecord, TestRecord};
 
@@ -143,18 +144,6 @@ fn saved_rows(dir: &Path) -> Vec<Row> {
     out
 }
 
-fn wait(what: &str, run: &StraitRun, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out: {what}\n{}",
-            run.log()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
 #[test]
 fn truncate_and_restore_cuts_the_divergent_tail_saves_it_and_restores_groups() {
     let (west, proxy_west) = Broker::start_behind_proxy("west");
@@ -170,7 +159,7 @@ fn truncate_and_restore_cuts_the_divergent_tail_saves_it_and_restores_groups() {
     let config = config(&dir, &west, &east, topic);
     let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
-    wait("app synced to east", &run, Duration::from_secs(60), || {
+    wait_until("app synced to east", Duration::from_secs(60), &run, || {
         committed(&e, "app", topic, parts) == vec![Some(5), Some(7)]
     });
     // A switch-over to east and back first: the mirror failed over below was handed over by
@@ -269,10 +258,10 @@ fn truncate_and_restore_cuts_the_divergent_tail_saves_it_and_restores_groups() {
     )
     .starts_with("late")));
     // Groups: app follows east (it moved there); tail-reader resumes at the failover point.
-    wait(
+    wait_until(
         "app synced back to west",
-        &run,
         Duration::from_secs(60),
+        &run,
         || committed(&w, "app", topic, parts) == vec![Some(20), Some(21)],
     );
     assert_eq!(
@@ -495,10 +484,10 @@ fn truncate_and_restore_maps_offsets_when_the_new_source_log_starts_later() {
     );
     assert!(ok, "{said}\n{}", run.log());
     assert!(said.contains("5 records cut (5 offsets)"), "{said}");
-    wait(
+    wait_until(
         "east's 60 records on west",
-        &run,
         Duration::from_secs(60),
+        &run,
         || watermarks(&w, topic) == vec![(0, 60)],
     );
     let on_east = consume_all(&e, topic, 60, Duration::from_secs(30));
