@@ -111,9 +111,12 @@ fn jvm_with(heap: &str, log4j: &Path, libs: &Path, extra: &[PathBuf]) -> Command
 }
 
 /// A free TCP port on 127.0.0.1, below Linux's ephemeral range (so outgoing connections do
-/// not take it between now and the moment a broker binds it).
+/// not take it between now and the moment a broker binds it). A port is handed out once per
+/// process: two listeners of one node asked for ports before either is bound never get the
+/// same one (Kafka refuses such a config).
 pub fn free_port() -> Result<u16> {
     use ring::rand::SecureRandom;
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let rng = ring::rand::SystemRandom::new();
     for _ in 0..64 {
         let mut b = [0u8; 2];
@@ -121,7 +124,12 @@ pub fn free_port() -> Result<u16> {
             break;
         }
         let port = 20_000 + u16::from_le_bytes(b) % 12_000;
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if handed_out.contains(&port) {
+            continue;
+        }
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed_out.push(port);
             return Ok(port);
         }
     }
@@ -969,3 +977,19 @@ const LOG4J: &str = "Configuration:
       AppenderRef:
         - ref: STDOUT
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::free_port;
+
+    #[test]
+    fn free_port_never_hands_out_a_port_twice() {
+        // 300 draws from 12 000 ports repeat one with a probability of about 98 % when drawn
+        // independently (the birthday bound): a node's listeners once got the same port.
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..300 {
+            let port = free_port().unwrap();
+            assert!(seen.insert(port), "port {port} handed out twice");
+        }
+    }
+}
