@@ -47,7 +47,13 @@ fn bench_against_two_clusters_reports_consistent_figures() {
             "3000",
         ])
         .args(["--record-bytes", "500", "--keys", "50", "--codec", "zstd"])
-        .args(["--latency-secs", "1", "--json"])
+        .args([
+            "--latency-secs",
+            "1",
+            "--latency-warmup-secs",
+            "1",
+            "--json",
+        ])
         .output()
         .expect("run strait bench");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -132,6 +138,12 @@ fn bench_against_two_clusters_reports_consistent_figures() {
         l["latency"]["max_ms"].as_i64().unwrap(),
     );
     assert!(p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
+    // The warm-up's batches were read back but not sampled.
+    assert_eq!(f(&l["warmup_seconds"]), 1.0, "{l}");
+    assert!(
+        u(&l["latency"]["count"]) * per_batch < u(&l["produced"]["records"]),
+        "every batch produced was sampled, the warm-up's too: {l}"
+    );
     // The same batches read on the source meanwhile: every one, no later than on the target
     // at the median (they are read there first).
     let s = &l["source_latency"];
@@ -186,7 +198,10 @@ fn bench_starts_its_own_brokers_by_default() {
     assert!(text.contains("of the ceiling"), "{text}");
     assert!(text.contains("x the floor"), "{text}");
     // The latency phase and its yardstick each ran on two fresh local brokers.
-    assert!(text.contains(", fresh brokers ("), "{text}");
+    assert!(
+        text.contains(", fresh brokers, sampled after a 5 s warm-up ("),
+        "{text}"
+    );
     assert!(text.contains("without strait (target only)"), "{text}");
     // With its own brokers it reads their CPU time too.
     assert!(text.contains("strait while moving data"), "{text}");
@@ -251,6 +266,7 @@ fn bench_peer_mm2_reports_both_side_by_side() {
         ])
         .args(["--record-bytes", "300", "--keys", "40", "--codec", "zstd"])
         .args(["--latency-secs", "2", "--latency-mb-per-s", "0.5"])
+        .args(["--latency-warmup-secs", "1"])
         .args(["--peer", "mm2", "--json"])
         .output()
         .expect("run strait bench");

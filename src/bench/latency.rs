@@ -2,10 +2,11 @@
 //! takes, for every batch, the time it was read minus the batch's max timestamp (the bench
 //! stamps each batch when it builds it, just before producing it to the source). So a sample
 //! spans produce to the source, strait's fetch, strait's produce to the target, and the probe's
-//! next fetch.
+//! next fetch. Batches built during the warm-up (fresh brokers still compiling their hot code)
+//! are read but not sampled.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::stats::Samples;
@@ -22,6 +23,16 @@ pub struct ProducerState {
     pub produced: AtomicU64,
     /// True once the producer stopped.
     pub done: AtomicBool,
+    /// Batches stamped before this time (ms since the epoch) are the warm-up: read, but not
+    /// sampled. 0: every batch counts.
+    pub count_from_ms: AtomicI64,
+}
+
+impl ProducerState {
+    /// Whether a batch stamped at `stamp_ms` is sampled (it was built after the warm-up).
+    pub fn counts(&self, stamp_ms: i64) -> bool {
+        stamp_ms >= self.count_from_ms.load(Ordering::Acquire)
+    }
 }
 
 /// Reads `topic` on `cluster` until the producer is done and every record it produced was
@@ -103,11 +114,28 @@ pub async fn probe(
                     if batch.next_offset() <= *offset {
                         continue;
                     }
-                    samples.record(now - batch.max_timestamp());
+                    if producer.counts(batch.max_timestamp()) {
+                        samples.record(now - batch.max_timestamp());
+                    }
                     seen += batch.records_count().max(0) as u64;
                     *offset = batch.next_offset();
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_stamped_in_the_warm_up_are_not_sampled() {
+        let state = ProducerState::default();
+        assert!(state.counts(1), "no warm-up: every batch counts");
+        state.count_from_ms.store(1_000, Ordering::Release);
+        assert!(!state.counts(999));
+        assert!(state.counts(1_000));
+        assert!(state.counts(1_001));
     }
 }

@@ -75,6 +75,9 @@ pub struct BenchOptions {
     pub replication_factor: i16,
     /// Seconds of the latency phase; 0 skips it.
     pub latency_seconds: f64,
+    /// Seconds the paced producer runs before the latency phase's samples count (fresh
+    /// brokers compile their hot code meanwhile).
+    pub latency_warmup_seconds: f64,
     /// Produce rate of the latency phase in MB/s; `None`: half of strait's measured throughput.
     pub latency_rate_mb_per_s: Option<f64>,
     /// strait's `buffer_bytes`, if not the default.
@@ -619,6 +622,7 @@ async fn latency_phase(
         source_latency: paced.source_latency,
         machine_busy: paced.machine_busy,
         fresh_brokers: false,
+        warmup_seconds: opts.latency_warmup_seconds,
         direct: None,
     })
 }
@@ -679,16 +683,26 @@ async fn paced_and_probed(
     // A replicator between them: the same batches read where they were written too, to tell
     // the latency before the replicator fetches from the latency it adds.
     let at_source = (into.name() != from.name()).then(|| spawn_probe(into, topic));
-    let machine_before = process::MachineSample::take();
+    let warmup = Duration::from_secs_f64(opts.latency_warmup_seconds.max(0.0));
+    state.count_from_ms.store(
+        crate::replicate::store::now_ms() + warmup.as_millis() as i64,
+        Ordering::Release,
+    );
+    // The machine's load over the sampled window only.
+    let machine_before = tokio::spawn(async move {
+        tokio::time::sleep(warmup).await;
+        process::MachineSample::take()
+    });
     let produced = writer::write_paced(
         into,
         topic,
         opts.partitions,
         &opts.shape,
         rate_mb_per_s * 1e6,
-        Duration::from_secs_f64(opts.latency_seconds),
+        warmup + Duration::from_secs_f64(opts.latency_seconds),
     )
     .await;
+    let machine_before = machine_before.await.ok().flatten();
     let machine_busy = process::MachineSample::take()
         .zip(machine_before)
         .and_then(|(after, before)| after.busy_since(&before));
@@ -744,6 +758,7 @@ mod tests {
             },
             replication_factor: 1,
             latency_seconds: 0.0,
+            latency_warmup_seconds: 0.0,
             latency_rate_mb_per_s: None,
             buffer_bytes: None,
             fetch_max_bytes: None,

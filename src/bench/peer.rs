@@ -213,6 +213,7 @@ pub async fn run_mm2_latency(
         source_latency: paced.source_latency,
         machine_busy: paced.machine_busy,
         fresh_brokers,
+        warmup_seconds: opts.latency_warmup_seconds,
         direct: None,
     })
 }
@@ -398,6 +399,7 @@ mod tests {
             source_latency: None,
             machine_busy: None,
             fresh_brokers: true,
+            warmup_seconds: 0.0,
             direct: None,
         });
         let r = ratios(&strait, None, 1, 1.0, Some(&mine), &p);
@@ -424,6 +426,7 @@ mod tests {
             },
             replication_factor: 3,
             latency_seconds: 0.0,
+            latency_warmup_seconds: 0.0,
             latency_rate_mb_per_s: None,
             buffer_bytes: None,
             fetch_max_bytes: None,

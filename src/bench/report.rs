@@ -102,8 +102,10 @@ impl ProcessCost {
 pub struct LatencyRun {
     /// Produce rate asked for, MB/s.
     pub rate_mb_per_s: f64,
-    /// What was produced.
+    /// What was produced (the warm-up included).
     pub produced: Transfer,
+    /// Seconds of it that were the warm-up, read but not sampled.
+    pub warmup_seconds: f64,
     /// Records read back from the target.
     pub records_seen: u64,
     /// Batch latencies: time the batch was read on the target minus its max timestamp.
@@ -481,9 +483,10 @@ impl Report {
             Some(l) => {
                 let _ = writeln!(
                     o,
-                    "latency at {:.1} MB/s{} ({} records produced in {:.1} s, {} seen on the target): p50 {} ms, p99 {} ms, max {} ms over {} batches",
+                    "latency at {:.1} MB/s{}{} ({} records produced in {:.1} s, {} seen on the target): p50 {} ms, p99 {} ms, max {} ms over {} batches",
                     l.rate_mb_per_s,
                     if l.fresh_brokers { ", fresh brokers" } else { "" },
+                    warmup_text(l.warmup_seconds),
                     l.produced.records,
                     l.produced.seconds,
                     l.records_seen,
@@ -612,8 +615,9 @@ impl Report {
             );
             let _ = writeln!(
                 o,
-                "MirrorMaker 2's latency run{}: {} records produced in {:.1} s, {} seen on the target, max {} ms over {} batches{}",
+                "MirrorMaker 2's latency run{}{}: {} records produced in {:.1} s, {} seen on the target, max {} ms over {} batches{}",
                 if pl.fresh_brokers { " (fresh brokers)" } else { "" },
+                warmup_text(pl.warmup_seconds),
                 pl.produced.records,
                 pl.produced.seconds,
                 pl.records_seen,
@@ -657,6 +661,15 @@ fn ratio(a: f64, b: f64) -> f64 {
         a / b
     } else {
         0.0
+    }
+}
+
+/// ", sampled after a N s warm-up", or nothing without one.
+fn warmup_text(seconds: f64) -> String {
+    if seconds > 0.0 {
+        format!(", sampled after a {seconds:.0} s warm-up")
+    } else {
+        String::new()
     }
 }
 
@@ -808,6 +821,7 @@ mod tests {
             }),
             machine_busy: Some(0.6),
             fresh_brokers: true,
+            warmup_seconds: 5.0,
             direct: Some(DirectLatency {
                 records: 400_000,
                 latency: Summary {
@@ -821,7 +835,9 @@ mod tests {
         });
         let text = r.render();
         assert!(
-            text.contains("latency at 80.0 MB/s, fresh brokers (400000 records"),
+            text.contains(
+                "latency at 80.0 MB/s, fresh brokers, sampled after a 5 s warm-up (400000 records"
+            ),
             "{text}"
         );
         assert!(
@@ -905,6 +921,7 @@ mod tests {
             source_latency: None,
             machine_busy: None,
             fresh_brokers: true,
+            warmup_seconds: 5.0,
             direct: None,
         };
         r.latency = Some(run(3, 10));
@@ -924,7 +941,7 @@ mod tests {
         assert_eq!(row("latency p50 at 80.0 MB/s (ms)"), ["0.25", "12", "3"]);
         assert_eq!(row("latency p99 at 80.0 MB/s (ms)"), ["0.03", "400", "10"]);
         assert!(
-            text.contains("MirrorMaker 2's latency run (fresh brokers): 2000000 records produced in 12.5 s, 400000 seen on the target, max 900 ms over 6000 batches"),
+            text.contains("MirrorMaker 2's latency run (fresh brokers), sampled after a 5 s warm-up: 2000000 records produced in 12.5 s, 400000 seen on the target, max 900 ms over 6000 batches"),
             "{text}"
         );
         assert!(

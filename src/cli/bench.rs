@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// Seconds of the latency phase (0 skips it).
     #[arg(long, default_value_t = 5.0)]
     pub latency_secs: f64,
+    /// Seconds the latency phase's producer runs before its samples count (fresh brokers
+    /// compile their hot code meanwhile; the report says how long).
+    #[arg(long, default_value_t = 5.0)]
+    pub latency_warmup_secs: f64,
     /// Produce rate of the latency phase in MB/s (default: half of strait's measured throughput).
     #[arg(long)]
     pub latency_mb_per_s: Option<f64>,
@@ -170,6 +174,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
         },
         replication_factor: args.replication_factor,
         latency_seconds: args.latency_secs.max(0.0),
+        latency_warmup_seconds: args.latency_warmup_secs.max(0.0),
         latency_rate_mb_per_s: args.latency_mb_per_s.filter(|r| *r > 0.0),
         buffer_bytes: args.buffer_bytes,
         fetch_max_bytes: args.fetch_max_bytes,
