@@ -16,36 +16,13 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
-use support::cli::{mirror_verb, strait_out, text, write_file};
+use support::cli::{both_ways_config, mirror_verb, strait_out, text};
 use support::data::{committed_offset, watermarks};
 use support::load::{wait_caught_up, Load};
 use support::{consume_all, create_topic, produce_records, Broker, StraitRun};
 use support::{Codec, TestRecord};
 
 const PARTITIONS: i32 = 3;
-
-/// Mirror flows both ways between west and east for `topic`, as Cluster Linking's
-/// bidirectional link: `west-link` (west -> east) and `east-link` (east -> west).
-fn config(dir: &Path, west: &Broker, east: &Broker, topic: &str) -> std::path::PathBuf {
-    let flow = |src: &str, dst: &str, link: &str| {
-        format!(
-            "[[flows]]\nsource = \"{src}\"\ntarget = \"{dst}\"\nmode = \"mirror\"\nlink = \"{link}\"\n\
-             topics = [\"{topic}\"]\nrefresh_topics_interval_secs = 1\n\
-             consumer_offset_sync_interval_ms = 500\n"
-        )
-    };
-    write_file(
-        dir,
-        "both-ways.toml",
-        &format!(
-            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n{}{}",
-            west.bootstrap(),
-            east.bootstrap(),
-            flow("west", "east", "west-link"),
-            flow("east", "west", "east-link"),
-        ),
-    )
-}
 
 /// `strait mirror VERB --config F --link LINK --topic T`: its output, asserting success.
 fn mirror(config: &Path, verb: &str, link: &str, topic: &str) -> String {
@@ -164,7 +141,7 @@ fn reverse_and_start_then_back_keeps_every_record_and_the_group_exact() {
     let group = "trades-app";
     let dir = support::cli::temp_dir("mirror-reverse");
     create_topic(&w, topic, PARTITIONS);
-    let config = config(&dir, &west, &east, topic);
+    let config = both_ways_config(&dir, &west, &east, topic);
     let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
 
     // Phase 1: producers and the group on west; east mirrors.
@@ -292,7 +269,7 @@ fn records_written_to_the_old_source_after_a_reversal_stop_the_new_mirror() {
             .collect()
     };
     produce_records(&w, topic, &numbered("west", 30), Codec::None);
-    let config = config(&dir, &west, &east, topic);
+    let config = both_ways_config(&dir, &west, &east, topic);
     let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
     mirror(&config, "reverse-and-pause", "west-link", topic);
@@ -342,7 +319,7 @@ fn a_reversal_survives_kill_9_at_each_step() {
             .collect()
     };
     produce_records(&w, topic, &numbered("west", 40), Codec::None);
-    let config = config(&dir, &west, &east, topic);
+    let config = both_ways_config(&dir, &west, &east, topic);
     let log = |n: usize| dir.join(format!("strait-{n}.log"));
     let mut run = StraitRun::start_with(&config, &log(1), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
@@ -408,7 +385,7 @@ fn a_reversal_is_refused_while_the_source_is_down_then_works() {
             .collect()
     };
     produce_records(&w, topic, &numbered("west", 25), Codec::None);
-    let config = config(&dir, &west, &east, topic);
+    let config = both_ways_config(&dir, &west, &east, topic);
     let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
     west.stop();

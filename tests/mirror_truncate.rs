@@ -12,41 +12,19 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
-use support::cli::{mirror_verb, strait_cmd, strait_out, text, write_file};
+use support::cli::{both_ways_config, mirror_verb, strait_cmd, strait_out, text};
 use support::data::{committed_offset, watermarks};
 use support::load::wait_caught_up;
 use support::strait::wait_until;
 use support::{consume_all, create_topic, produce_records, Broker, StraitRun};
 use support::{Codec, OwnedRecord, TestRecord};
-
-/// Mirror flows both ways between west and east for `topic` (the bidirectional link).
-fn config(dir: &Path, west: &Broker, east: &Broker, topic: &str) -> PathBuf {
-    let flow = |src: &str, dst: &str, link: &str| {
-        format!(
-            "[[flows]]\nsource = \"{src}\"\ntarget = \"{dst}\"\nmode = \"mirror\"\nlink = \"{link}\"\n\
-             topics = [\"{topic}\"]\nrefresh_topics_interval_secs = 1\n\
-             consumer_offset_sync_interval_ms = 500\n"
-        )
-    };
-    write_file(
-        dir,
-        "both-ways.toml",
-        &format!(
-            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n{}{}",
-            west.bootstrap(),
-            east.bootstrap(),
-            flow("west", "east", "west-link"),
-            flow("east", "west", "east-link"),
-        ),
-    )
-}
 
 fn numbered(label: &str, n: usize) -> Vec<TestRecord> {
     (0..n)
@@ -156,7 +134,7 @@ fn truncate_and_restore_cuts_the_divergent_tail_saves_it_and_restores_groups() {
     produce_records(&w, topic, &numbered("west", 60), Codec::None);
     // A group on west that read part of the topic (it is synced to east).
     commit_at(&w, "app", topic, &[(0, 5), (1, 7)]);
-    let config = config(&dir, &west, &east, topic);
+    let config = both_ways_config(&dir, &west, &east, topic);
     let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
     wait_until("app synced to east", Duration::from_secs(60), &run, || {
@@ -357,7 +335,7 @@ fn truncate_and_restore_survives_kill_9_at_each_step() {
     let dir = support::cli::temp_dir("mirror-truncate-kill");
     create_topic(&w, topic, 3);
     produce_records(&w, topic, &numbered("west", 300), Codec::None);
-    let config = config(&dir, &west, &east, topic);
+    let config = both_ways_config(&dir, &west, &east, topic);
     let mut run = StraitRun::start_with(&config, &dir.join("strait-1.log"), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
     let failover_point = watermarks(&w, topic);
@@ -452,7 +430,7 @@ fn truncate_and_restore_maps_offsets_when_the_new_source_log_starts_later() {
     let dir = support::cli::temp_dir("mirror-truncate-mapped");
     create_topic(&w, topic, 1);
     produce_records(&w, topic, &numbered("west", 50), Codec::None);
-    let config = config(&dir, &west, &east, topic);
+    let config = both_ways_config(&dir, &west, &east, topic);
     let run = StraitRun::start_with(&config, &dir.join("strait.log"), "info");
     wait_caught_up(&w, topic, &e, topic, &run, Duration::from_secs(60));
     mirror_ok(&config, "failover", "west-link", topic);

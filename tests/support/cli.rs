@@ -21,6 +21,35 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// `DIR/both-ways.toml`: mirror flows both ways between `west` and `east` for `topic`, as
+/// Cluster Linking's bidirectional link: `west-link` (west -> east) and `east-link` (east ->
+/// west).
+pub fn both_ways_config(
+    dir: &Path,
+    west: &super::Broker,
+    east: &super::Broker,
+    topic: &str,
+) -> PathBuf {
+    let flow = |src: &str, dst: &str, link: &str| {
+        format!(
+            "[[flows]]\nsource = \"{src}\"\ntarget = \"{dst}\"\nmode = \"mirror\"\nlink = \"{link}\"\n\
+             topics = [\"{topic}\"]\nrefresh_topics_interval_secs = 1\n\
+             consumer_offset_sync_interval_ms = 500\n"
+        )
+    };
+    write_file(
+        dir,
+        "both-ways.toml",
+        &format!(
+            "[clusters.west]\nbootstrap_servers = \"{}\"\n[clusters.east]\nbootstrap_servers = \"{}\"\n{}{}",
+            west.bootstrap(),
+            east.bootstrap(),
+            flow("west", "east", "west-link"),
+            flow("east", "west", "east-link"),
+        ),
+    )
+}
+
 /// `strait` with `env` set and no standard input.
 pub fn strait_cmd(env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strait"));

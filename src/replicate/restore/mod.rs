@@ -130,79 +130,117 @@ pub async fn truncate_and_restore(
     let back_view = mirrors::read_view(&old_c, new, &f.back.link_name()).await?;
     let plan = mirrors::read_plan(&old_c, new, topic).await?;
     let own = back_view.records.get(topic);
-    let restored_by = |p: &RestorePlan| {
-        own.and_then(|r| r.restored.as_ref())
-            .is_some_and(|r| r.at_ms == p.at_ms)
-    };
-    let outcome = |plan: RestorePlan, earlier: bool| RestoreOutcome {
-        plan,
-        clusters: (old.to_string(), new.to_string()),
-        dry_run: opts.dry_run,
-        earlier,
-        committed: Vec::new(),
-        waiting: 0,
-        busy: Vec::new(),
-    };
     if let Some(r) = own.filter(|r| !r.state.is_stopped()) {
-        if let Some(p) = plan.clone().filter(|p| restored_by(p)) {
-            let mut out = outcome(p, true);
-            if !opts.dry_run {
-                restore_groups(&old_c, &mut out, opts.timeout).await?;
-            }
-            return Ok(out);
-        }
-        return Err(AdminError::Conflict(format!(
-            "cannot truncate-and-restore topic {topic}: it is a mirror of cluster {new} on cluster {old} already (link {}, {})",
-            r.link,
-            r.state.as_str()
-        )));
+        return restored_earlier(&old_c, &f, r, plan, opts).await;
     }
     let forward_rec = stopped_forward(&new_c, &f, topic).await?;
-    if let Some(r) = own.filter(|r| r.updated_ms > forward_rec.updated_ms) {
-        // The mirror back ran after that failover and ended since: that failover's cut points
-        // are history.
-        return Err(AdminError::Conflict(format!(
-            "cannot truncate-and-restore topic {topic} with link {}: its mirror from {new} into {old} ended after the failover ({}); to make {new}'s topic a mirror of {old}'s, use the link from {old} to {new}",
-            f.back.link_name(),
-            r.state.as_str()
-        )));
-    }
+    check_back_not_ended(&f, own, &forward_rec, topic)?;
     admin::check_selects(&old_c, f.back, topic, "truncate-and-restore").await?;
     let meta = fresh_topic(&old_c, topic).await?;
     // A plan stored by an earlier run for this failover that got as far as deleting the topic
     // is finished as it is: the records it names are gone from the topic.
     let unfinished =
-        plan.filter(|p| !restored_by(p) && p.forward_updated_ms == forward_rec.updated_ms);
-    if let Some(p) = &unfinished {
-        if meta.as_ref().is_none_or(|(id, _)| *id != p.topic_id) {
-            let mut out = outcome(p.clone(), false);
-            if !opts.dry_run {
-                finish(&old_c, &f, &mut out, &back_view, rf, opts.timeout).await?;
-            }
-            return Ok(out);
+        plan.filter(|p| !restored_by(own, p) && p.forward_updated_ms == forward_rec.updated_ms);
+    let deleted = |p: &&RestorePlan| meta.as_ref().is_none_or(|(id, _)| *id != p.topic_id);
+    if let Some(p) = unfinished.as_ref().filter(deleted) {
+        let mut out = RestoreOutcome::new(p.clone(), &f, opts.dry_run, false);
+        if !opts.dry_run {
+            finish(&old_c, &f, &mut out, &back_view, rf, opts.timeout).await?;
         }
+        return Ok(out);
     }
     let mut plan = make_plan(&old_c, &new_c, &f, topic, meta, opts).await?;
     plan.forward_updated_ms = forward_rec.updated_ms;
     if let Some(earlier) = unfinished {
-        // Killed right after asking for the deletion, the topic may still be listed while
-        // Kafka already dropped its groups' offsets: the earlier plan's offsets stand in.
-        for (group, parts) in earlier.groups {
-            let now = plan.groups.entry(group).or_default();
-            for (p, o) in parts {
-                now.entry(p).or_insert(o);
-            }
-        }
+        keep_earlier_offsets(&mut plan, earlier);
     }
+    let mut out = RestoreOutcome::new(plan, &f, opts.dry_run, false);
     if opts.dry_run {
-        return Ok(outcome(plan, false));
+        return Ok(out);
     }
-    save_tail(&old_c, &mut plan).await?;
-    mirrors::write_plan(&old_c, &plan, rf).await?;
-    delete_old(&old_c, &plan).await?;
-    let mut out = outcome(plan, false);
+    save_tail(&old_c, &mut out.plan).await?;
+    mirrors::write_plan(&old_c, &out.plan, rf).await?;
+    delete_old(&old_c, &out.plan).await?;
     finish(&old_c, &f, &mut out, &back_view, rf, opts.timeout).await?;
     Ok(out)
+}
+
+impl RestoreOutcome {
+    fn new(plan: RestorePlan, f: &Flows<'_>, dry_run: bool, earlier: bool) -> RestoreOutcome {
+        RestoreOutcome {
+            plan,
+            clusters: (f.back.target.clone(), f.back.source.clone()),
+            dry_run,
+            earlier,
+            committed: Vec::new(),
+            waiting: 0,
+            busy: Vec::new(),
+        }
+    }
+}
+
+/// Whether the mirror record `own` (the flow back's) was written by the run that carried out
+/// `plan`.
+fn restored_by(own: Option<&MirrorRecord>, plan: &RestorePlan) -> bool {
+    own.and_then(|r| r.restored.as_ref())
+        .is_some_and(|r| r.at_ms == plan.at_ms)
+}
+
+/// The topic is mirrored back already (`own` is live): by this command's earlier run, whose
+/// groups are looked at again, or else it is refused.
+async fn restored_earlier(
+    old_c: &Cluster,
+    f: &Flows<'_>,
+    own: &MirrorRecord,
+    plan: Option<RestorePlan>,
+    opts: &RestoreOptions,
+) -> Result<RestoreOutcome, AdminError> {
+    if let Some(p) = plan.filter(|p| restored_by(Some(own), p)) {
+        let mut out = RestoreOutcome::new(p, f, opts.dry_run, true);
+        if !opts.dry_run {
+            restore_groups(old_c, &mut out, opts.timeout).await?;
+        }
+        return Ok(out);
+    }
+    Err(AdminError::Conflict(format!(
+        "cannot truncate-and-restore topic {}: it is a mirror of cluster {} on cluster {} already (link {}, {})",
+        own.topic,
+        f.back.source,
+        f.back.target,
+        own.link,
+        own.state.as_str()
+    )))
+}
+
+/// Refuses when the mirror back ran after that failover and ended since: that failover's cut
+/// points are history.
+fn check_back_not_ended(
+    f: &Flows<'_>,
+    own: Option<&MirrorRecord>,
+    forward_rec: &MirrorRecord,
+    topic: &str,
+) -> Result<(), AdminError> {
+    let (old, new) = (&f.back.target, &f.back.source);
+    match own.filter(|r| r.updated_ms > forward_rec.updated_ms) {
+        None => Ok(()),
+        Some(r) => Err(AdminError::Conflict(format!(
+            "cannot truncate-and-restore topic {topic} with link {}: its mirror from {new} into {old} ended after the failover ({}); to make {new}'s topic a mirror of {old}'s, use the link from {old} to {new}",
+            f.back.link_name(),
+            r.state.as_str()
+        ))),
+    }
+}
+
+/// Killed right after asking for the deletion, the topic may still be listed while Kafka
+/// already dropped its groups' offsets: the earlier plan's offsets stand in where the new plan
+/// has none.
+fn keep_earlier_offsets(plan: &mut RestorePlan, earlier: RestorePlan) {
+    for (group, parts) in earlier.groups {
+        let now = plan.groups.entry(group).or_default();
+        for (p, o) in parts {
+            now.entry(p).or_insert(o);
+        }
+    }
 }
 
 /// The record of the mirror that was failed over, which must have ended (failed over or
