@@ -222,6 +222,19 @@ fn bench_over_a_long_distance_link_moves_every_record_across_it() {
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("--latency-secs 0"), "{stderr}");
+    // A latency phase or warm-up without end, the same.
+    for flag in ["--latency-secs", "--latency-warmup-secs"] {
+        let refused = strait()
+            .args(["bench", flag, "inf"])
+            .output()
+            .expect("run strait bench");
+        assert!(!refused.status.success());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains(&format!("{flag} inf: a number of seconds")),
+            "{stderr}"
+        );
+    }
 
     let out = strait()
         .args(["bench", "--partitions", "2", "--records", "500"])

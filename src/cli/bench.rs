@@ -129,6 +129,7 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
     let work_dir =
         std::env::temp_dir().join(format!("strait-bench-{}-{stamp}", std::process::id()));
     let mut local = Vec::new();
+    check_latency_seconds(args)?;
     let link_rtt = link_rtt(args)?;
     let mut link = None;
     let (source, target) = match (&args.source, &args.target) {
@@ -241,6 +242,22 @@ pub async fn run(args: &BenchArgs) -> Result<String> {
 }
 
 /// `--link-rtt-ms` as a duration, after checking what it may go with.
+/// `--latency-secs` and `--latency-warmup-secs` are finite (a phase has to end), refused with
+/// one line before anything starts.
+fn check_latency_seconds(args: &BenchArgs) -> Result<()> {
+    for (flag, secs) in [
+        ("--latency-secs", args.latency_secs),
+        ("--latency-warmup-secs", args.latency_warmup_secs),
+    ] {
+        if !secs.is_finite() {
+            return Err(Error::invalid(format!(
+                "{flag} {secs}: a number of seconds, 0 or more"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn link_rtt(args: &BenchArgs) -> Result<Option<Duration>> {
     let Some(ms) = args.link_rtt_ms else {
         return Ok(None);

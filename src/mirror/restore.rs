@@ -37,7 +37,7 @@ impl CutPoint {
 
 /// What truncate-and-restore does to one topic, stored in the old source's control topic
 /// before the topic is deleted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestorePlan {
     /// When the plan was made (ms since the epoch); identifies the restore.
     pub at_ms: i64,

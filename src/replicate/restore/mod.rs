@@ -591,3 +591,32 @@ async fn restore_groups(
 pub fn cut_rows(plan: &RestorePlan) -> Vec<(i32, CutPoint)> {
     plan.partitions.iter().map(|(p, c)| (*p, *c)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_earlier_plans_offsets_fill_in_only_where_the_new_plan_has_none() {
+        let groups = |g: &[(&str, i32, i64)]| {
+            let mut m: BTreeMap<String, BTreeMap<i32, i64>> = BTreeMap::new();
+            for (name, p, o) in g {
+                m.entry(name.to_string()).or_default().insert(*p, *o);
+            }
+            m
+        };
+        let mut plan = RestorePlan {
+            groups: groups(&[("app", 0, 10)]),
+            ..RestorePlan::default()
+        };
+        let earlier = RestorePlan {
+            groups: groups(&[("app", 0, 7), ("app", 1, 4), ("gone", 2, 9)]),
+            ..RestorePlan::default()
+        };
+        keep_earlier_offsets(&mut plan, earlier);
+        assert_eq!(
+            plan.groups,
+            groups(&[("app", 0, 10), ("app", 1, 4), ("gone", 2, 9)])
+        );
+    }
+}
